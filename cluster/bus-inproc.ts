@@ -1,0 +1,125 @@
+import { BusClosedError, BusNoRespondersError, BusTimeoutError, subjectMatches, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
+
+interface Sub {
+  id: number;
+  pattern: string;
+  queue: string | undefined;
+  handler: (msg: BusMsg) => void;
+}
+
+/**
+ * In-process bus with NATS semantics: wildcards, queue groups (round robin, so tests are
+ * deterministic), no-responders, asynchronous delivery. Bytes pass as they are; every payload
+ * is still produced by the codec, exactly as over NATS.
+ */
+export class InProcessBus implements Bus {
+  readonly kind = 'inproc' as const;
+  readonly address = 'inproc';
+  private subs: Sub[] = [];
+  private nextId = 1;
+  private rr = new Map<string, number>();
+  private cache = new Map<string, Sub[]>();
+  private closed = false;
+  private statusCbs: ((s: BusStatus) => void)[] = [];
+
+  private targets(subject: string): Sub[] {
+    let hit = this.cache.get(subject);
+    if (hit) return hit;
+    hit = this.subs.filter((s) => subjectMatches(s.pattern, subject));
+    this.cache.set(subject, hit);
+    return hit;
+  }
+
+  // deliver to every plain subscriber and to one member of each queue group
+  private route(subject: string, data: Uint8Array, respond: (d: Uint8Array) => void): number {
+    const subs = this.targets(subject);
+    if (subs.length === 0) return 0;
+    const groups = new Map<string, Sub[]>();
+    const chosen: Sub[] = [];
+    for (const s of subs) {
+      if (s.queue === undefined) chosen.push(s);
+      else {
+        const g = groups.get(s.queue);
+        if (g) g.push(s);
+        else groups.set(s.queue, [s]);
+      }
+    }
+    for (const [q, members] of groups) {
+      const key = `${q}\u0000${subject}`;
+      const i = (this.rr.get(key) ?? 0) % members.length;
+      this.rr.set(key, i + 1);
+      chosen.push(members[i] as Sub);
+    }
+    const msg: BusMsg = { subject, data, respond };
+    for (const s of chosen) {
+      queueMicrotask(() => {
+        try {
+          s.handler(msg);
+        } catch {
+          // a subscriber's bug must not break delivery to others
+        }
+      });
+    }
+    return chosen.length;
+  }
+
+  publish(subject: string, data: Uint8Array): void {
+    if (this.closed) throw new BusClosedError(subject, 'in-process bus is closed');
+    this.route(subject, data, () => {});
+  }
+
+  request(subject: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    if (this.closed) return Promise.reject(new BusClosedError(subject, 'in-process bus is closed'));
+    return new Promise((resolve, reject) => {
+      let done = false;
+      const timer = setTimeout(() => {
+        if (!done) {
+          done = true;
+          reject(new BusTimeoutError(subject, timeoutMs));
+        }
+      }, timeoutMs);
+      const n = this.route(subject, data, (reply) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(reply);
+      });
+      if (n === 0) {
+        done = true;
+        clearTimeout(timer);
+        reject(new BusNoRespondersError(subject));
+      }
+    });
+  }
+
+  subscribe(subject: string, handler: (msg: BusMsg) => void, opts: { queue?: string } = {}): BusSubscription {
+    const sub: Sub = { id: this.nextId++, pattern: subject, queue: opts.queue, handler };
+    this.subs.push(sub);
+    this.cache.clear();
+    return {
+      unsubscribe: () => {
+        this.subs = this.subs.filter((s) => s.id !== sub.id);
+        this.cache.clear();
+      },
+    };
+  }
+
+  gather(subject: string, data: Uint8Array, windowMs: number): Promise<Uint8Array[]> {
+    const out: Uint8Array[] = [];
+    this.route(subject, data, (d) => out.push(d));
+    return new Promise((resolve) => setTimeout(() => resolve(out), windowMs));
+  }
+
+  async flush(): Promise<void> {}
+
+  onStatus(cb: (s: BusStatus) => void): void {
+    this.statusCbs.push(cb);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.subs = [];
+    this.cache.clear();
+    for (const cb of this.statusCbs) cb('closed');
+  }
+}

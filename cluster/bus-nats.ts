@@ -1,0 +1,152 @@
+import { readFileSync } from 'node:fs';
+import { connect, createInbox, credsAuthenticator, type ConnectionOptions, type NatsConnection, type NatsError } from 'nats';
+import { BusClosedError, BusNoRespondersError, BusTimeoutError, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
+import { ConnectionError } from './errors.ts';
+
+/** Credentials for a secured NATS cluster; every command passes them through. */
+export interface NatsAuth {
+  user?: string | undefined;
+  pass?: string | undefined;
+  token?: string | undefined;
+  /** Path to a `.creds` file (JWT + nkey seed). */
+  creds?: string | undefined;
+}
+
+export interface NatsBusOptions extends NatsAuth {
+  /** `nats://host:port`, or several separated by commas. */
+  address: string;
+  /** Connection name shown by the server's monitoring. */
+  name?: string;
+  /** @default 250 */
+  reconnectWaitMs?: number;
+}
+
+/** Read credentials from `HR1_NATS_USER`, `HR1_NATS_PASS`, `HR1_NATS_TOKEN`, `HR1_NATS_CREDS`. */
+export function authFromEnv(env: NodeJS.ProcessEnv = process.env): NatsAuth {
+  return {
+    user: env.HR1_NATS_USER || undefined,
+    pass: env.HR1_NATS_PASS || undefined,
+    token: env.HR1_NATS_TOKEN || undefined,
+    creds: env.HR1_NATS_CREDS || undefined,
+  };
+}
+
+function mapRequestError(e: unknown, subject: string, timeoutMs: number): Error {
+  const code = (e as NatsError)?.code;
+  if (code === '503') return new BusNoRespondersError(subject);
+  if (code === 'TIMEOUT') return new BusTimeoutError(subject, timeoutMs);
+  if (code === 'CONNECTION_CLOSED' || code === 'CONNECTION_DRAINING' || code === 'DISCONNECT') return new BusClosedError(subject, String(code));
+  return e instanceof Error ? e : new Error(String(e));
+}
+
+/** The bus over a real NATS connection (nats.js). Reconnects forever; subscriptions survive it. */
+export class NatsBus implements Bus {
+  readonly kind = 'nats' as const;
+  private statusCbs: ((s: BusStatus) => void)[] = [];
+
+  private constructor(readonly nc: NatsConnection, readonly address: string) {
+    void (async () => {
+      for await (const s of nc.status()) {
+        const t = String(s.type);
+        if (t === 'disconnect' || t === 'reconnect') for (const cb of this.statusCbs) cb(t);
+      }
+    })();
+    void nc.closed().then(() => {
+      for (const cb of this.statusCbs) cb('closed');
+    });
+  }
+
+  /** Connect; a refused or unauthenticated connection becomes a typed {@link ConnectionError}. */
+  static async connect(opts: NatsBusOptions): Promise<NatsBus> {
+    const servers = opts.address.split(',').map((s) => s.trim()).filter(Boolean);
+    const co: ConnectionOptions = {
+      servers,
+      name: opts.name ?? 'hr1',
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: opts.reconnectWaitMs ?? 250,
+      pingInterval: 5_000,
+    };
+    if (opts.user !== undefined) co.user = opts.user;
+    if (opts.pass !== undefined) co.pass = opts.pass;
+    if (opts.token !== undefined) co.token = opts.token;
+    if (opts.creds !== undefined) {
+      let text: Uint8Array;
+      try {
+        text = readFileSync(opts.creds);
+      } catch (e) {
+        throw new ConnectionError('AUTH_REFUSED', `cannot read NATS creds file ${opts.creds}: ${(e as Error).message}; pass --creds with a readable .creds file`, { cause: e });
+      }
+      co.authenticator = credsAuthenticator(text);
+    }
+    try {
+      const nc = await connect(co);
+      return new NatsBus(nc, servers.join(','));
+    } catch (e) {
+      const code = (e as NatsError)?.code;
+      if (code === 'AUTHORIZATION_VIOLATION' || code === 'BAD_AUTHENTICATION' || code === 'AUTHENTICATION_EXPIRED') {
+        throw new ConnectionError('AUTH_REFUSED', `NATS server at ${opts.address} refused the credentials (${code}); pass --user/--pass, --token or --creds (or HR1_NATS_USER/HR1_NATS_PASS, HR1_NATS_TOKEN, HR1_NATS_CREDS)`, { cause: e });
+      }
+      throw new ConnectionError('CONNECTION_REFUSED', `cannot connect to NATS at ${opts.address} (${code ?? (e as Error).message}); is nats-server running there? Without --address, hr1 starts a private one`, { cause: e });
+    }
+  }
+
+  publish(subject: string, data: Uint8Array): void {
+    this.nc.publish(subject, data);
+  }
+
+  async request(subject: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    try {
+      const m = await this.nc.request(subject, data, { timeout: timeoutMs });
+      return m.data;
+    } catch (e) {
+      throw mapRequestError(e, subject, timeoutMs);
+    }
+  }
+
+  subscribe(subject: string, handler: (msg: BusMsg) => void, opts: { queue?: string } = {}): BusSubscription {
+    const sub = this.nc.subscribe(subject, {
+      ...(opts.queue !== undefined ? { queue: opts.queue } : {}),
+      callback: (err, m) => {
+        if (err) return;
+        handler({
+          subject: m.subject,
+          data: m.data,
+          respond: (d) => {
+            if (m.reply) m.respond(d);
+          },
+        });
+      },
+    });
+    return { unsubscribe: () => sub.unsubscribe() };
+  }
+
+  gather(subject: string, data: Uint8Array, windowMs: number): Promise<Uint8Array[]> {
+    const inbox = createInbox();
+    const out: Uint8Array[] = [];
+    const sub = this.nc.subscribe(inbox, { callback: (err, m) => { if (!err) out.push(m.data); } });
+    this.nc.publish(subject, data, { reply: inbox });
+    return new Promise((resolve) =>
+      setTimeout(() => {
+        sub.unsubscribe();
+        resolve(out);
+      }, windowMs),
+    );
+  }
+
+  async flush(): Promise<void> {
+    await this.nc.flush();
+  }
+
+  onStatus(cb: (s: BusStatus) => void): void {
+    this.statusCbs.push(cb);
+  }
+
+  async close(): Promise<void> {
+    if (this.nc.isClosed()) return;
+    try {
+      await this.nc.drain();
+    } catch {
+      await this.nc.close();
+    }
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * The messaging seam under the actor runtime: NATS core semantics (subjects with `*`/`>`
+ * wildcards, queue groups, request/reply, no-responders) implemented twice, in-process and over
+ * NATS. Everything above it (nodes, placement, supervision, calls) is written once.
+ */
+export interface BusMsg {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  /** Reply to a request; a no-op for plain publishes. */
+  respond(data: Uint8Array): void;
+}
+
+export interface BusSubscription {
+  unsubscribe(): void;
+}
+
+export type BusStatus = 'disconnect' | 'reconnect' | 'closed';
+
+export interface Bus {
+  readonly kind: 'inproc' | 'nats';
+  /** Where this bus is connected, for messages (`inproc` or the server URL). */
+  readonly address: string;
+  publish(subject: string, data: Uint8Array): void;
+  /** Request/reply; rejects with {@link BusNoRespondersError} or {@link BusTimeoutError}. */
+  request(subject: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  subscribe(subject: string, handler: (msg: BusMsg) => void, opts?: { queue?: string }): BusSubscription;
+  /** Publish a request and collect every reply that arrives within the window (scatter-gather). */
+  gather(subject: string, data: Uint8Array, windowMs: number): Promise<Uint8Array[]>;
+  /** Resolves when everything published so far has reached the server. */
+  flush(): Promise<void>;
+  onStatus(cb: (s: BusStatus) => void): void;
+  close(): Promise<void>;
+}
+
+/** Nobody is subscribed to the subject. */
+export class BusNoRespondersError extends Error {
+  readonly code = 'NO_RESPONDERS';
+  constructor(readonly subject: string) {
+    super(`no responders on ${subject}`);
+  }
+}
+
+/** No reply in time. */
+export class BusTimeoutError extends Error {
+  readonly code = 'TIMEOUT';
+  constructor(readonly subject: string, readonly timeoutMs: number) {
+    super(`no reply on ${subject} within ${timeoutMs} ms`);
+  }
+}
+
+/** Bus connection is closed or down. */
+export class BusClosedError extends Error {
+  readonly code = 'BUS_CLOSED';
+  constructor(readonly subject: string, reason: string) {
+    super(`cannot send on ${subject}: ${reason}`);
+  }
+}
+
+/** NATS subject matching with `*` (one token) and `>` (the rest). */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  if (pattern === subject) return true;
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    const t = p[i];
+    if (t === '>') return s.length > i;
+    if (i >= s.length) return false;
+    if (t !== '*' && t !== s[i]) return false;
+  }
+  return p.length === s.length;
+}

@@ -1,0 +1,130 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect as tcpConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Hr1Error } from './errors.ts';
+
+/** Where nats-server is looked for: `$HR1_NATS_SERVER`, then PATH, then Debian's /usr/sbin. */
+export function findNatsServer(): string | undefined {
+  const env = process.env.HR1_NATS_SERVER;
+  if (env && existsSync(env)) return env;
+  const r = spawnSync('sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' });
+  const onPath = r.stdout.trim();
+  if (r.status === 0 && onPath) return onPath;
+  for (const p of ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server']) if (existsSync(p)) return p;
+  return undefined;
+}
+
+/** A free TCP port on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = tcpConnect({ host: '127.0.0.1', port }, () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.on('error', () => resolve(false));
+  });
+}
+
+export interface NatsServerOptions {
+  /** @default a free port */
+  port?: number;
+  /** JetStream (needed by the object store). @default true */
+  jetstream?: boolean;
+  user?: string;
+  pass?: string;
+  token?: string;
+  /** Extra command-line arguments. */
+  args?: string[];
+}
+
+/** A private nats-server on loopback: started by the embedded default and by the integration tests. */
+export class NatsServer {
+  private child: ChildProcess | undefined;
+  private readonly storeDir: string;
+  private onExit = () => this.child?.kill('SIGKILL');
+  stderr = '';
+
+  private constructor(readonly bin: string, readonly port: number, readonly opts: NatsServerOptions) {
+    this.storeDir = mkdtempSync(join(tmpdir(), 'hr1-nats-'));
+  }
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  /** Start nats-server and wait until it accepts connections. */
+  static async start(opts: NatsServerOptions = {}): Promise<NatsServer> {
+    const bin = findNatsServer();
+    if (!bin) throw new Hr1Error('NATS_SERVER_MISSING', 'nats-server not found; install it (`apt-get install -y nats-server`) or set HR1_NATS_SERVER to its path');
+    const s = new NatsServer(bin, opts.port ?? (await freePort()), opts);
+    await s.launch();
+    return s;
+  }
+
+  private async launch(): Promise<void> {
+    const args = ['-a', '127.0.0.1', '-p', String(this.port)];
+    if (this.opts.jetstream ?? true) args.push('-js', '-sd', this.storeDir);
+    if (this.opts.user !== undefined) args.push('--user', this.opts.user, '--pass', this.opts.pass ?? '');
+    if (this.opts.token !== undefined) args.push('--auth', this.opts.token);
+    args.push(...(this.opts.args ?? []));
+    const child = spawn(this.bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child = child;
+    this.stderr = '';
+    child.stderr?.on('data', (d: Buffer) => {
+      if (this.stderr.length < 20_000) this.stderr += d.toString();
+    });
+    process.once('exit', this.onExit);
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) break;
+      if (await canConnect(this.port)) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    child.kill('SIGKILL');
+    throw new Hr1Error('NATS_SERVER_START', `nats-server did not start on port ${this.port}: ${this.stderr.trim().split('\n').slice(-3).join(' | ') || 'no output'}`);
+  }
+
+  /** Stop the server (SIGTERM, then SIGKILL). */
+  async stop(): Promise<void> {
+    const c = this.child;
+    this.child = undefined;
+    process.removeListener('exit', this.onExit);
+    if (!c || c.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => c.kill('SIGKILL'), 3000);
+      c.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      c.kill('SIGTERM');
+    });
+  }
+
+  /** Stop and start again on the same port (for reconnect tests). */
+  async restart(downMs = 0): Promise<void> {
+    await this.stop();
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    await this.launch();
+  }
+
+  /** Stop and delete the JetStream store. */
+  async dispose(): Promise<void> {
+    await this.stop();
+    rmSync(this.storeDir, { recursive: true, force: true });
+  }
+}

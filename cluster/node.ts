@@ -1,0 +1,290 @@
+import { hostname } from 'node:os';
+import { lookupActorClass, registeredActorClasses, type ActorClass, type ActorContext, type Protocol } from './actor.ts';
+import type { Bus, BusMsg, BusSubscription } from './bus.ts';
+import { decode, pack, validate } from './codec.ts';
+import { ActorDiedError, ActorInitError, BackpressureError, Hr1Error, PlacementError, UnknownActorError, UnknownMethodError, toWire, type WireError } from './errors.ts';
+import { KillRequestSchema, PING_METHOD, SpawnRequestSchema, subjects, type Heartbeat, type HostedActor, type SpawnRequest } from './protocol.ts';
+
+/** Node options. */
+export interface NodeOptions {
+  /** Cluster namespace: subjects are `hr1.<cluster>.…`. @default 'default' */
+  cluster?: string;
+  /** Unique node id. @default `<host>-<pid>-<n>` */
+  nodeId?: string;
+  /** Resources this node offers. @default {cpu: <cores>, gpu: 0} */
+  resources?: Record<string, number>;
+  labels?: Record<string, string>;
+  /** @default 500 */
+  heartbeatMs?: number;
+  /** What actors get as `ctx.services` (normally the node's cluster client). */
+  services?: unknown;
+}
+
+export const DEFAULT_HEARTBEAT_MS = 500;
+
+interface Call {
+  msg: BusMsg;
+  method: string;
+}
+
+interface Instance {
+  req: SpawnRequest;
+  cls: ActorClass<Protocol, any, unknown>;
+  state: unknown;
+  ctx: ActorContext;
+  sub: BusSubscription;
+  queue: Call[];
+  running: number;
+  stopped: boolean;
+}
+
+let nodeCounter = 0;
+
+/** A node hosts actors: it answers spawn and kill requests, runs calls through bounded mailboxes and heartbeats its resources. */
+export class ClusterNode {
+  readonly cluster: string;
+  readonly nodeId: string;
+  readonly labels: Record<string, string>;
+  readonly total: Record<string, number>;
+  private available: Record<string, number>;
+  private instances = new Map<string, Instance>();
+  private subs: BusSubscription[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private seq = 0;
+  private readonly startedAt = Date.now();
+  private stopping = false;
+  services: unknown;
+
+  constructor(readonly bus: Bus, opts: NodeOptions = {}) {
+    this.cluster = opts.cluster ?? 'default';
+    this.nodeId = opts.nodeId ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}-${nodeCounter++}`;
+    this.labels = { ...(opts.labels ?? {}) };
+    this.total = { cpu: 1, gpu: 0, ...(opts.resources ?? {}) };
+    this.available = { ...this.total };
+    this.services = opts.services;
+    const hb = opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    const c = this.cluster;
+    this.subs.push(bus.subscribe(subjects.nodeSpawn(c, this.nodeId), (m) => void this.onSpawn(m)));
+    this.subs.push(bus.subscribe(subjects.nodeKill(c, this.nodeId), (m) => void this.onKill(m)));
+    this.subs.push(bus.subscribe(subjects.ping(c), (m) => m.respond(pack(this.heartbeat()))));
+    this.beat();
+    this.timer = setInterval(() => this.beat(), hb);
+    this.timer.unref();
+  }
+
+  /** The node's current heartbeat record. */
+  heartbeat(): Heartbeat {
+    const actors: HostedActor[] = [];
+    for (const inst of this.instances.values()) {
+      const a: HostedActor = {
+        actorId: inst.req.actorId,
+        instanceId: inst.req.instanceId,
+        cls: inst.req.cls,
+        owner: inst.req.owner,
+        restartCount: inst.req.restartCount,
+        pending: inst.queue.length + inst.running,
+        resources: inst.req.resources,
+      };
+      if (inst.req.name !== undefined) a.name = inst.req.name;
+      actors.push(a);
+    }
+    return {
+      nodeId: this.nodeId,
+      host: hostname(),
+      pid: process.pid,
+      labels: this.labels,
+      total: this.total,
+      available: this.available,
+      classes: registeredActorClasses(),
+      actors,
+      startedAt: this.startedAt,
+      seq: this.seq++,
+      stopping: this.stopping,
+    };
+  }
+
+  private beat(): void {
+    try {
+      this.bus.publish(subjects.heartbeat(this.cluster), pack(this.heartbeat()));
+    } catch {
+      // bus down: the next beat after reconnect tells the cluster we are alive
+    }
+  }
+
+  private reply(msg: BusMsg, value: unknown): void {
+    msg.respond(pack([0, value]));
+  }
+
+  private replyError(msg: BusMsg, w: WireError): void {
+    msg.respond(pack([1, w]));
+  }
+
+  private fits(res: Record<string, number>): string | undefined {
+    for (const [k, v] of Object.entries(res)) {
+      if (v <= 0) continue;
+      const have = this.available[k] ?? 0;
+      if (have < v) return `${k}: needs ${v}, node ${this.nodeId} has ${have} free of ${this.total[k] ?? 0}`;
+    }
+    return undefined;
+  }
+
+  private async onSpawn(msg: BusMsg): Promise<void> {
+    const where = { node: this.nodeId };
+    let req: SpawnRequest;
+    try {
+      req = decode(SpawnRequestSchema, msg.data, 'spawn request', where);
+    } catch (e) {
+      return this.replyError(msg, toWire(e, 'MALFORMED_MESSAGE', where));
+    }
+    const fields = { actor: req.actorId, node: this.nodeId };
+    if (this.stopping) return this.replyError(msg, new PlacementError(`node ${this.nodeId} is stopping`, fields).toWire());
+    const cls = lookupActorClass(req.cls);
+    if (!cls) {
+      return this.replyError(msg, new PlacementError(`node ${this.nodeId} cannot host actor class ${req.cls}: not loaded here (it knows ${registeredActorClasses().join(', ') || 'no classes'}); start the node with --module FILE that defines it`, { ...fields, retryable: true }).toWire());
+    }
+    for (const [k, v] of Object.entries(req.labels)) {
+      if (this.labels[k] !== v) return this.replyError(msg, new PlacementError(`node ${this.nodeId} lacks label ${k}=${v}`, fields).toWire());
+    }
+    const short = this.fits(req.resources);
+    if (short) return this.replyError(msg, new PlacementError(`not enough resources (${short})`, fields).toWire());
+    if (this.instances.has(req.instanceId)) return this.reply(msg, { nodeId: this.nodeId });
+    for (const [k, v] of Object.entries(req.resources)) this.available[k] = (this.available[k] ?? 0) - v;
+    const ctx: ActorContext = {
+      actorId: req.actorId,
+      instanceId: req.instanceId,
+      name: req.name,
+      nodeId: this.nodeId,
+      restartCount: req.restartCount,
+      services: this.services,
+    };
+    let state: unknown;
+    try {
+      const args = validate(cls.argsSchema, req.args, `arguments of ${req.cls}`, fields);
+      state = await cls.def.create(args, ctx);
+    } catch (e) {
+      this.release(req.resources);
+      const w = e instanceof Hr1Error && e.code === 'SCHEMA_INVALID' ? e.toWire() : new ActorInitError(`constructor of ${req.cls} (${req.actorId}) threw on node ${this.nodeId}: ${(e as Error)?.message ?? String(e)}`, { ...fields, remoteStack: (e as Error)?.stack, cause: e }).toWire();
+      return this.replyError(msg, w);
+    }
+    const inst: Instance = { req, cls, state, ctx, sub: undefined as unknown as BusSubscription, queue: [], running: 0, stopped: false };
+    inst.sub = this.bus.subscribe(subjects.actorAll(this.cluster, req.actorId), (m) => this.onCall(inst, m), { queue: `q.${req.actorId}` });
+    this.instances.set(req.instanceId, inst);
+    await this.bus.flush().catch(() => {});
+    this.reply(msg, { nodeId: this.nodeId });
+    this.beat();
+  }
+
+  private release(res: Record<string, number>): void {
+    for (const [k, v] of Object.entries(res)) this.available[k] = Math.min(this.total[k] ?? 0, (this.available[k] ?? 0) + v);
+  }
+
+  private onCall(inst: Instance, msg: BusMsg): void {
+    const method = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
+    const fields = { actor: inst.req.actorId, method, node: this.nodeId };
+    if (inst.stopped) return this.replyError(msg, new ActorDiedError(`actor ${inst.req.cls} (${inst.req.actorId}) was stopped on node ${this.nodeId} before ${method} ran`, fields).toWire());
+    if (method === PING_METHOD) return this.reply(msg, { instanceId: inst.req.instanceId, cls: inst.req.cls, nodeId: this.nodeId, restartCount: inst.req.restartCount });
+    if (!Object.prototype.hasOwnProperty.call(inst.cls.def.protocol, method)) {
+      return this.replyError(msg, new UnknownMethodError(`actor ${inst.req.cls} has no method "${method}"; its methods are ${Object.keys(inst.cls.def.protocol).join(', ')}`, fields).toWire());
+    }
+    const max = inst.req.maxPending;
+    if (inst.queue.length >= max) {
+      return this.replyError(msg, new BackpressureError(`mailbox of ${inst.req.cls} (${inst.req.actorId}) on node ${this.nodeId} is full (${max} pending); back off and retry, or raise maxPending / add replicas`, fields).toWire());
+    }
+    inst.queue.push({ msg, method });
+    this.pump(inst);
+  }
+
+  private pump(inst: Instance): void {
+    while (inst.running < inst.req.maxConcurrency && inst.queue.length > 0) {
+      const call = inst.queue.shift() as Call;
+      inst.running++;
+      this.run(inst, call);
+    }
+  }
+
+  private run(inst: Instance, call: Call): void {
+    const { msg, method } = call;
+    const fields = { actor: inst.req.actorId, method, node: this.nodeId };
+    const spec = inst.cls.def.protocol[method]!;
+    const done = (): void => {
+      inst.running--;
+      if (inst.queue.length > 0) this.pump(inst);
+    };
+    const fail = (e: unknown): void => {
+      this.replyError(msg, toWire(e, 'ACTOR_TASK', fields));
+      done();
+    };
+    const ok = (out: unknown): void => {
+      let bytes: Uint8Array;
+      try {
+        bytes = pack([0, validate(spec.output, out, `output of ${inst.req.cls}.${method}`, fields)]);
+      } catch (e) {
+        return fail(e);
+      }
+      msg.respond(bytes);
+      done();
+    };
+    let input: unknown;
+    try {
+      input = decode(spec.input, msg.data, `input of ${inst.req.cls}.${method}`, fields);
+    } catch (e) {
+      return fail(e);
+    }
+    let out: unknown;
+    try {
+      out = (inst.cls.def.handlers as Record<string, (s: unknown, i: unknown, c: ActorContext) => unknown>)[method]!(inst.state, input, inst.ctx);
+    } catch (e) {
+      return fail(e);
+    }
+    // stay synchronous for sync handlers: no extra microtask per call
+    if (out instanceof Promise) out.then(ok, fail);
+    else ok(out);
+  }
+
+  private async onKill(msg: BusMsg): Promise<void> {
+    let req;
+    try {
+      req = decode(KillRequestSchema, msg.data, 'kill request', { node: this.nodeId });
+    } catch (e) {
+      return this.replyError(msg, toWire(e, 'MALFORMED_MESSAGE', { node: this.nodeId }));
+    }
+    const victims = [...this.instances.values()].filter((i) => i.req.actorId === req.actorId && (req.instanceId === undefined || i.req.instanceId === req.instanceId));
+    if (victims.length === 0) return this.replyError(msg, new UnknownActorError(`node ${this.nodeId} hosts no actor ${req.actorId}`, { actor: req.actorId, node: this.nodeId }).toWire());
+    for (const v of victims) await this.stopInstance(v, req.reason);
+    this.reply(msg, { killed: victims.length });
+    this.beat();
+  }
+
+  private async stopInstance(inst: Instance, reason: string): Promise<void> {
+    if (inst.stopped) return;
+    inst.stopped = true;
+    inst.sub.unsubscribe();
+    this.instances.delete(inst.req.instanceId);
+    this.release(inst.req.resources);
+    for (const c of inst.queue.splice(0)) {
+      this.replyError(c.msg, new ActorDiedError(`actor ${inst.req.cls} (${inst.req.actorId}) died on node ${this.nodeId} before ${c.method} ran: ${reason}`, { actor: inst.req.actorId, method: c.method, node: this.nodeId }).toWire());
+    }
+    try {
+      await inst.cls.def.destroy?.(inst.state, inst.ctx);
+    } catch {
+      // a failing destructor must not keep the node from stopping
+    }
+  }
+
+  /** Ids of hosted instances (for tests and status). */
+  hosted(): HostedActor[] {
+    return this.heartbeat().actors;
+  }
+
+  /** Stop every hosted actor and leave the cluster. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.stopping = true;
+    this.beat();
+    for (const inst of [...this.instances.values()]) await this.stopInstance(inst, `node ${this.nodeId} stopped`);
+    for (const s of this.subs) s.unsubscribe();
+    this.subs = [];
+  }
+}
+

@@ -1,0 +1,75 @@
+import { z } from 'zod';
+
+/** Internal system messages between clients and nodes. Subjects live under `hr1.<cluster>.`. */
+export const subjects = {
+  actor: (c: string, actorId: string, method: string) => `hr1.${c}.a.${actorId}.${method}`,
+  actorAll: (c: string, actorId: string) => `hr1.${c}.a.${actorId}.*`,
+  heartbeat: (c: string) => `hr1.${c}.sys.hb`,
+  ping: (c: string) => `hr1.${c}.sys.ping`,
+  nodeSpawn: (c: string, nodeId: string) => `hr1.${c}.node.${nodeId}.spawn`,
+  nodeKill: (c: string, nodeId: string) => `hr1.${c}.node.${nodeId}.kill`,
+  nodeStop: (c: string, nodeId: string) => `hr1.${c}.node.${nodeId}.stop`,
+};
+
+/** Method name reserved for liveness pings of an actor subject. */
+export const PING_METHOD = '__ping';
+
+export const HostedActorSchema = z.object({
+  actorId: z.string(),
+  instanceId: z.string(),
+  cls: z.string(),
+  name: z.string().optional(),
+  owner: z.string(),
+  restartCount: z.number().int(),
+  pending: z.number().int(),
+  resources: z.record(z.string(), z.number()),
+});
+export type HostedActor = z.infer<typeof HostedActorSchema>;
+
+export const HeartbeatSchema = z.object({
+  nodeId: z.string(),
+  host: z.string(),
+  pid: z.number().int(),
+  labels: z.record(z.string(), z.string()),
+  total: z.record(z.string(), z.number()),
+  available: z.record(z.string(), z.number()),
+  classes: z.array(z.string()),
+  actors: z.array(HostedActorSchema),
+  startedAt: z.number(),
+  seq: z.number().int(),
+  stopping: z.boolean().optional(),
+});
+export type Heartbeat = z.infer<typeof HeartbeatSchema>;
+
+export const SpawnRequestSchema = z.object({
+  actorId: z.string().regex(/^[^\s.*>]+$/),
+  instanceId: z.string().regex(/^[^\s.*>]+$/),
+  cls: z.string(),
+  args: z.unknown(),
+  name: z.string().optional(),
+  owner: z.string(),
+  resources: z.record(z.string(), z.number()),
+  labels: z.record(z.string(), z.string()),
+  maxPending: z.number().int().min(1),
+  maxConcurrency: z.number().int().min(1),
+  restartCount: z.number().int().min(0),
+});
+export type SpawnRequest = z.infer<typeof SpawnRequestSchema>;
+
+export const KillRequestSchema = z.object({ actorId: z.string(), instanceId: z.string().optional(), reason: z.string() });
+export type KillRequest = z.infer<typeof KillRequestSchema>;
+
+export const PongSchema = z.object({ instanceId: z.string(), cls: z.string(), nodeId: z.string(), restartCount: z.number().int() });
+export type Pong = z.infer<typeof PongSchema>;
+
+/** Reply envelope: `[0, value]` on success, `[1, WireError]` on failure. */
+export const WireErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  actor: z.string().optional().nullable(),
+  method: z.string().optional().nullable(),
+  node: z.string().optional().nullable(),
+  remoteStack: z.string().optional().nullable(),
+  retryable: z.boolean().optional().nullable(),
+  data: z.record(z.string(), z.unknown()).optional().nullable(),
+});
