@@ -11,6 +11,7 @@ import {
   type ActionDef,
   type DomainDef,
   type Effect,
+  type Formula,
   type ProblemDef,
   type Term,
 } from './pddl.ts';
@@ -83,6 +84,7 @@ export interface Game {
   fluentPred: boolean[];
   init: number[];
   goalQs: Query[];
+  goalFormula: Formula;
   /** source texts kept for lazy compilation of grammar variants */
   src: { domain: DomainDef; grammarText: string };
   variants: Partial<Record<GrammarKind, Variant>>;
@@ -293,6 +295,7 @@ export function buildGame(src: GameSource): Game {
     fluentPred,
     init: initSorted,
     goalQs,
+    goalFormula: prob.goal,
     src: { domain, grammarText: src.grammar },
     variants: {},
   };
