@@ -1,7 +1,7 @@
 /**
  * The ALFWorld step function: pure, state in → new state out. State is plain JSON-able data.
  */
-import { World, factKey, solve, holds, type Query } from './logic.ts';
+import { World, factKey, solve, exists, holds, type Query } from './logic.ts';
 import { variant, type CAction, type Game, type GrammarKind, type Variant } from './game.ts';
 import type { Sym } from './grammar.ts';
 
@@ -135,7 +135,7 @@ class Deriver {
   constructor(readonly g: Game, readonly v: Variant, readonly w: World) {}
 
   cond(q: Query, ctx: Ctx): boolean {
-    return solve(this.g.lc, this.w, q, bindingFrom(q, ctx), () => true);
+    return exists(this.g.lc, this.w, q, bindingFrom(q, ctx));
   }
 
   nt(name: string, ctx: Ctx): string {

@@ -56,22 +56,52 @@ export class FactIndex {
 
 const EMPTY: number[] = [];
 
-/** A state's view: static facts of the game plus the fluent facts of the state. */
+function lowerBound(a: Int32Array, x: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * A state's view: static facts of the game (indexed once) plus the fluent facts of the state,
+ * kept as a sorted Int32Array: membership and "p(a, ·)" are binary searches, nothing is built.
+ */
 export class World {
-  readonly fluent: FactIndex;
+  readonly keys: Int32Array;
   constructor(readonly stat: FactIndex, keys: readonly number[], readonly fluentPred: readonly boolean[]) {
-    this.fluent = new FactIndex(stat.fs, keys);
+    this.keys = Int32Array.from(keys);
+  }
+  hasFluent(k: number): boolean {
+    const i = lowerBound(this.keys, k);
+    return i < this.keys.length && this.keys[i] === k;
   }
   has(k: number): boolean {
-    return this.fluent.set.has(k) || this.stat.set.has(k);
+    return this.hasFluent(k) || this.stat.set.has(k);
   }
   /** facts of predicate p with optional bound arguments (-1 = free) */
-  candidates(p: number, a: number, b: number): number[] {
-    const idx = this.fluentPred[p] ? this.fluent : this.stat;
-    const S = idx.fs.S;
-    if (a >= 0) return idx.by0.get(p * S + a + 1) ?? EMPTY;
-    if (b >= 0) return idx.by1.get(p * S + b + 1) ?? EMPTY;
-    return idx.byPred[p] ?? EMPTY;
+  candidates(p: number, a: number, b: number): ArrayLike<number> {
+    const S = this.stat.fs.S;
+    if (!this.fluentPred[p]) {
+      const idx = this.stat;
+      if (a >= 0) return idx.by0.get(p * S + a + 1) ?? EMPTY;
+      if (b >= 0) return idx.by1.get(p * S + b + 1) ?? EMPTY;
+      return idx.byPred[p] ?? EMPTY;
+    }
+    if (a >= 0) {
+      const lo = (p * S + a + 1) * S;
+      return this.keys.subarray(lowerBound(this.keys, lo), lowerBound(this.keys, lo + S));
+    }
+    const lo = p * S * S;
+    const range = this.keys.subarray(lowerBound(this.keys, lo), lowerBound(this.keys, lo + S * S));
+    if (b < 0) return range;
+    const out: number[] = [];
+    for (let i = 0; i < range.length; i++) if (range[i]! % S === b + 1) out.push(range[i]!);
+    return out;
   }
 }
 
@@ -329,106 +359,127 @@ export function evalFormula(lc: LogicCtx, w: World, f: Formula, env: Map<string,
   }
 }
 
+function bound(binding: Int32Array, x: number): boolean {
+  return x < 0 || binding[x]! >= 0;
+}
+
+function checkReady(lc: LogicCtx, w: World, q: Query, binding: Int32Array, used: Uint8Array): boolean {
+  const lits = q.lits;
+  for (let i = 0; i < lits.length; i++) {
+    const l = lits[i]!;
+    if (l.kind === 'pos' || used[i]) continue;
+    let ready = true;
+    for (let j = 0; j < l.vars.length; j++) if (binding[l.vars[j]!]! < 0) ready = false;
+    if (!ready) continue;
+    let ok: boolean;
+    if (l.kind === 'neg') ok = !w.has(factKey(lc.fs, l.p, val(binding, l.a), val(binding, l.b)));
+    else if (l.kind === 'eq') ok = val(binding, l.a) === val(binding, l.b);
+    else if (l.kind === 'neq') ok = val(binding, l.a) !== val(binding, l.b);
+    else {
+      const env = new Map<string, number>();
+      for (let j = 0; j < l.fvars!.length; j++) env.set(l.fvars![j]!, binding[l.vars[j]!]!);
+      ok = evalFormula(lc, w, l.f!, env);
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+function typeOk(lc: LogicCtx, q: Query, v: number, e: number): boolean {
+  const t = q.varTypes[v]!;
+  return t < 0 || lc.entType[e] === t;
+}
+
+function solveRec(
+  lc: LogicCtx,
+  w: World,
+  q: Query,
+  binding: Int32Array,
+  used: Uint8Array,
+  visit: (b: Int32Array) => boolean,
+): boolean {
+  if (!checkReady(lc, w, q, binding, used)) return false;
+  const lits = q.lits;
+  const n = lits.length;
+  let best = -1;
+  let bestScore = 99;
+  for (let i = 0; i < n; i++) {
+    if (used[i]) continue;
+    const l = lits[i]!;
+    if (l.kind !== 'pos') continue;
+    const score = (bound(binding, l.a) ? 0 : 2) + (l.b === NONE || bound(binding, l.b) ? 0 : 1);
+    if (score < bestScore) {
+      bestScore = score;
+      best = i;
+      if (score === 0) break;
+    }
+  }
+  if (best < 0) {
+    let v = -1;
+    for (let i = 0; i < binding.length; i++) {
+      if (binding[i]! < 0) {
+        v = i;
+        break;
+      }
+    }
+    if (v < 0) return visit(binding);
+    const t = q.varTypes[v]!;
+    const dom = t >= 0 ? (lc.entsByType[t] ?? EMPTY) : [...Array(lc.nEnts).keys()];
+    for (let i = 0; i < dom.length; i++) {
+      binding[v] = dom[i]!;
+      if (solveRec(lc, w, q, binding, used, visit)) {
+        binding[v] = -1;
+        return true;
+      }
+    }
+    binding[v] = -1;
+    return false;
+  }
+  const l = lits[best]!;
+  used[best] = 1;
+  let stop = false;
+  if (bestScore === 0) {
+    if (w.has(factKey(lc.fs, l.p, val(binding, l.a), l.b === NONE ? -1 : val(binding, l.b))))
+      stop = solveRec(lc, w, q, binding, used, visit);
+  } else {
+    const S = lc.fs.S;
+    const a0 = bound(binding, l.a) ? val(binding, l.a) : -1;
+    const b0 = l.b === NONE ? -1 : bound(binding, l.b) ? val(binding, l.b) : -1;
+    const cands = w.candidates(l.p, a0, b0);
+    const va = l.a >= 0 && binding[l.a]! < 0 ? l.a : -1;
+    const vb = l.b >= 0 && l.b !== NONE && binding[l.b]! < 0 ? l.b : -1;
+    for (let ci = 0; ci < cands.length && !stop; ci++) {
+      const k = cands[ci]!;
+      const fb = (k % S) - 1;
+      const fa = (Math.floor(k / S) % S) - 1;
+      if (b0 >= 0 && fb !== b0) continue;
+      if (a0 >= 0 && fa !== a0) continue;
+      if (va >= 0 && !typeOk(lc, q, va, fa)) continue;
+      if (vb >= 0 && !typeOk(lc, q, vb, fb)) continue;
+      if (va >= 0 && va === vb && fa !== fb) continue;
+      if (va >= 0) binding[va] = fa;
+      if (vb >= 0) binding[vb] = fb;
+      stop = solveRec(lc, w, q, binding, used, visit);
+      if (va >= 0) binding[va] = -1;
+      if (vb >= 0) binding[vb] = -1;
+    }
+  }
+  used[best] = 0;
+  return stop;
+}
+
 /**
  * Enumerate the assignments of `q` in `w` extending `binding` (-1 = unbound). `visit` gets the
  * binding (do not keep it); return true from it to stop. Returns true if stopped.
  */
 export function solve(lc: LogicCtx, w: World, q: Query, binding: Int32Array, visit: (b: Int32Array) => boolean): boolean {
-  const n = q.lits.length;
-  const used = new Uint8Array(n);
-  const S = lc.fs.S;
+  return solveRec(lc, w, q, binding, new Uint8Array(q.lits.length), visit);
+}
 
-  const bound = (x: number): boolean => x < 0 || binding[x]! >= 0;
-  const checkReady = (): boolean => {
-    for (let i = 0; i < n; i++) {
-      const l = q.lits[i]!;
-      if (l.kind === 'pos' || used[i]) continue;
-      if (!l.vars.every((v) => binding[v]! >= 0)) continue;
-      let ok: boolean;
-      if (l.kind === 'neg') ok = !w.has(factKey(lc.fs, l.p, val(binding, l.a), val(binding, l.b)));
-      else if (l.kind === 'eq') ok = val(binding, l.a) === val(binding, l.b);
-      else if (l.kind === 'neq') ok = val(binding, l.a) !== val(binding, l.b);
-      else {
-        const env = new Map<string, number>();
-        l.fvars!.forEach((name, j) => env.set(name, binding[l.vars[j]!]!));
-        ok = evalFormula(lc, w, l.f!, env);
-      }
-      if (!ok) return false;
-    }
-    return true;
-  };
-  const typeOk = (v: number, e: number): boolean => {
-    const t = q.varTypes[v]!;
-    return t < 0 || lc.entType[e] === t;
-  };
-
-  const rec = (): boolean => {
-    if (!checkReady()) return false;
-    // choose the most bound positive literal
-    let best = -1;
-    let bestScore = 99;
-    for (let i = 0; i < n; i++) {
-      if (used[i]) continue;
-      const l = q.lits[i]!;
-      if (l.kind !== 'pos') continue;
-      const score = (bound(l.a) ? 0 : 2) + (l.b === NONE || bound(l.b) ? 0 : 1);
-      if (score < bestScore) {
-        bestScore = score;
-        best = i;
-        if (score === 0) break;
-      }
-    }
-    if (best < 0) {
-      // enumerate remaining unbound variables by type
-      let v = -1;
-      for (let i = 0; i < binding.length; i++) if (binding[i]! < 0) {
-        v = i;
-        break;
-      }
-      if (v < 0) return visit(binding);
-      const t = q.varTypes[v]!;
-      const dom = t >= 0 ? (lc.entsByType[t] ?? []) : [...Array(lc.nEnts).keys()];
-      for (const e of dom) {
-        binding[v] = e;
-        if (rec()) {
-          binding[v] = -1;
-          return true;
-        }
-      }
-      binding[v] = -1;
-      return false;
-    }
-    const l = q.lits[best]!;
-    used[best] = 1;
-    let stop = false;
-    if (bestScore === 0) {
-      if (w.has(factKey(lc.fs, l.p, val(binding, l.a), l.b === NONE ? -1 : val(binding, l.b)))) stop = rec();
-    } else {
-      const a0 = bound(l.a) ? val(binding, l.a) : -1;
-      const b0 = l.b === NONE ? -1 : bound(l.b) ? val(binding, l.b) : -1;
-      const cands = w.candidates(l.p, a0, b0);
-      const va = l.a >= 0 && binding[l.a]! < 0 ? l.a : -1;
-      const vb = l.b >= 0 && l.b !== NONE && binding[l.b]! < 0 ? l.b : -1;
-      for (let ci = 0; ci < cands.length && !stop; ci++) {
-        const k = cands[ci]!;
-        const fb = (k % S) - 1;
-        const fa = (Math.floor(k / S) % S) - 1;
-        if (b0 >= 0 && fb !== b0) continue;
-        if (a0 >= 0 && fa !== a0) continue;
-        if (va >= 0 && !typeOk(va, fa)) continue;
-        if (vb >= 0 && !typeOk(vb, fb)) continue;
-        if (va >= 0 && va === vb && fa !== fb) continue;
-        if (va >= 0) binding[va] = fa;
-        if (vb >= 0) binding[vb] = fb;
-        stop = rec();
-        if (va >= 0) binding[va] = -1;
-        if (vb >= 0) binding[vb] = -1;
-      }
-    }
-    used[best] = 0;
-    return stop;
-  };
-  return rec();
+const STOP = (): boolean => true;
+/** is there any assignment? */
+export function exists(lc: LogicCtx, w: World, q: Query, binding: Int32Array): boolean {
+  return solveRec(lc, w, q, binding, new Uint8Array(q.lits.length), STOP);
 }
 
 /** true if any disjunct has an assignment */
@@ -436,7 +487,7 @@ export function holds(lc: LogicCtx, w: World, qs: readonly Query[], init?: (b: I
   for (const q of qs) {
     const b = new Int32Array(q.varNames.length).fill(-1);
     if (init) init(b);
-    if (solve(lc, w, q, b, () => true)) return true;
+    if (exists(lc, w, q, b)) return true;
   }
   return false;
 }
