@@ -87,12 +87,12 @@ function fact(v: View, p: string, a: number, b = -1): boolean {
 /** second arguments of p(a, ·) */
 function seconds(v: View, p: string, a: number): number[] {
   const S = v.g.lc.fs.S;
-  return v.w.candidates(v.P(p), a, -1).map((k) => (k % S) - 1);
+  return Array.from(v.w.candidates(v.P(p), a, -1), (k) => (k % S) - 1);
 }
 /** first arguments of p(·, b) */
 function firsts(v: View, p: string, b: number): number[] {
   const S = v.g.lc.fs.S;
-  return v.w.candidates(v.P(p), -1, b).map((k) => (Math.floor(k / S) % S) - 1);
+  return Array.from(v.w.candidates(v.P(p), -1, b), (k) => (Math.floor(k / S) % S) - 1);
 }
 
 /** The next oracle action, or null when the game is already won. */
