@@ -68,28 +68,55 @@ export class InProcessBus implements Bus {
     this.route(subject, data, () => {});
   }
 
+  private pending = new Map<number, { subject: string; reject: (e: Error) => void; resolve: (d: Uint8Array) => void; deadline: number; timeoutMs: number }>();
+  private seq = 0;
+  private sweeper: NodeJS.Timeout | undefined;
+
   request(subject: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
     if (this.closed) return Promise.reject(new BusClosedError(subject, 'in-process bus is closed'));
     return new Promise((resolve, reject) => {
-      let done = false;
-      const timer = setTimeout(() => {
-        if (!done) {
-          done = true;
-          reject(new BusTimeoutError(subject, timeoutMs));
-        }
-      }, timeoutMs);
+      const id = ++this.seq;
+      this.pending.set(id, { subject, resolve, reject, deadline: performance.now() + timeoutMs, timeoutMs });
       const n = this.route(subject, data, (reply) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        resolve(reply);
+        const p = this.pending.get(id);
+        if (!p) return;
+        this.pending.delete(id);
+        p.resolve(reply);
       });
       if (n === 0) {
-        done = true;
-        clearTimeout(timer);
+        this.pending.delete(id);
         reject(new BusNoRespondersError(subject));
+        return;
       }
+      this.sweeper ??= setInterval(() => this.sweep(), 20);
     });
+  }
+
+  private sweep(): void {
+    if (this.pending.size === 0) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+      return;
+    }
+    const now = performance.now();
+    for (const [id, p] of this.pending) {
+      if (p.deadline <= now) {
+        this.pending.delete(id);
+        p.reject(new BusTimeoutError(p.subject, p.timeoutMs));
+      }
+    }
+  }
+
+  failPending(prefix: string, err: (subject: string) => Error): number {
+    let n = 0;
+    for (const [id, p] of this.pending) {
+      if (p.subject.startsWith(prefix)) {
+        this.pending.delete(id);
+        p.reject(err(p.subject));
+        n++;
+      }
+    }
+    return n;
   }
 
   subscribe(subject: string, handler: (msg: BusMsg) => void, opts: { queue?: string } = {}): BusSubscription {
@@ -118,6 +145,11 @@ export class InProcessBus implements Bus {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.sweeper) clearInterval(this.sweeper);
+    for (const [id, p] of this.pending) {
+      this.pending.delete(id);
+      p.reject(new BusClosedError(p.subject, 'in-process bus is closed'));
+    }
     this.subs = [];
     this.cache.clear();
     for (const cb of this.statusCbs) cb('closed');

@@ -79,11 +79,6 @@ interface Owned {
   deathReason: string | undefined;
 }
 
-interface Pending {
-  method: string;
-  reject: (e: Error) => void;
-}
-
 const memoryStores = new WeakMap<Bus, MemoryObjectStore>();
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -98,7 +93,6 @@ export class Cluster {
   readonly objects: ObjectStore;
   private nodes = new Map<string, NodeView>();
   private owned = new Map<string, Owned>();
-  private inflight = new Map<string, Set<Pending>>();
   private inflightCount = 0;
   private deadActors = new Map<string, string>();
   private counter = 0;
@@ -181,11 +175,10 @@ export class Cluster {
   }
 
   private failInflight(a: HostedActor, nodeId: string, why: string): void {
-    const set = this.inflight.get(a.actorId);
-    if (!set) return;
-    for (const p of [...set]) {
-      p.reject(new ActorDiedError(`actor ${a.cls} (${a.actorId}) died while ${p.method} was in flight: node ${nodeId} was lost (${why})`, { actor: a.actorId, method: p.method, node: nodeId }));
-    }
+    this.bus.failPending(`hr1.${this.name}.a.${a.actorId}.`, (subject) => {
+      const method = subject.slice(subject.lastIndexOf('.') + 1);
+      return new ActorDiedError(`actor ${a.cls} (${a.actorId}) died while ${method} was in flight: node ${nodeId} was lost (${why})`, { actor: a.actorId, method, node: nodeId });
+    });
   }
 
   // -- placement -------------------------------------------------------------------------------
@@ -474,43 +467,21 @@ export class Cluster {
     if (this.inflightCount >= this.maxInflight) {
       return Promise.reject(new BackpressureError(`this client has ${this.inflightCount} calls in flight (maxInflight ${this.maxInflight}); await some before sending more`, { actor: actorId, method }));
     }
-    let set = this.inflight.get(actorId);
-    if (!set) this.inflight.set(actorId, (set = new Set()));
-    const s = set;
     this.inflightCount++;
-    return new Promise<Uint8Array>((resolve, reject) => {
-      let settled = false;
-      const p: Pending = {
-        method,
-        reject: (e) => {
-          if (settled) return;
-          settled = true;
-          s.delete(p);
-          this.inflightCount--;
-          reject(e);
-        },
-      };
-      s.add(p);
-      this.bus.request(subjects.actor(this.name, actorId, method), data, timeoutMs).then(
-        (bytes) => {
-          if (settled) return;
-          settled = true;
-          s.delete(p);
-          this.inflightCount--;
-          if (bytes.length > 0 && bytes[0] === 0x92 && bytes[1] === 0x00) resolve(bytes);
-          else {
-            try {
-              const [tag, val] = unpack(bytes, { actor: actorId, method }) as [number, unknown];
-              if (tag === 0) resolve(bytes);
-              else reject(fromWire(validate(WireErrorSchema, val, 'error reply') as WireError));
-            } catch (e) {
-              reject(e as Error);
-            }
-          }
-        },
-        (e: unknown) => p.reject(this.mapBusError(e, actorId, method, cls, timeoutMs)),
-      );
-    });
+    return this.bus.request(`hr1.${this.name}.a.${actorId}.${method}`, data, timeoutMs).then(
+      (bytes) => {
+        this.inflightCount--;
+        // fast path: fixarray(2) whose first element is 0 means success
+        if (bytes[0] === 0x92 && bytes[1] === 0x00) return bytes;
+        const [tag, val] = unpack(bytes, { actor: actorId, method }) as [number, unknown];
+        if (tag === 0) return bytes;
+        throw fromWire(validate(WireErrorSchema, val, 'error reply') as WireError);
+      },
+      (e: unknown) => {
+        this.inflightCount--;
+        throw this.mapBusError(e, actorId, method, cls, timeoutMs);
+      },
+    );
   }
 
   private mapBusError(e: unknown, actorId: string, method: string, cls: string, timeoutMs: number): Error {

@@ -204,41 +204,38 @@ export class ClusterNode {
 
   private run(inst: Instance, call: Call): void {
     const { msg, method } = call;
-    const fields = { actor: inst.req.actorId, method, node: this.nodeId };
-    const spec = inst.cls.def.protocol[method]!;
-    const done = (): void => {
-      inst.running--;
-      if (inst.queue.length > 0) this.pump(inst);
-    };
-    const fail = (e: unknown): void => {
-      this.replyError(msg, toWire(e, 'ACTOR_TASK', fields));
-      done();
-    };
-    const ok = (out: unknown): void => {
-      let bytes: Uint8Array;
-      try {
-        bytes = pack([0, validate(spec.output, out, `output of ${inst.req.cls}.${method}`, fields)]);
-      } catch (e) {
-        return fail(e);
-      }
-      msg.respond(bytes);
-      done();
-    };
-    let input: unknown;
-    try {
-      input = decode(spec.input, msg.data, `input of ${inst.req.cls}.${method}`, fields);
-    } catch (e) {
-      return fail(e);
-    }
     let out: unknown;
     try {
+      const spec = inst.cls.def.protocol[method]!;
+      const input = decode(spec.input, msg.data, `input of ${inst.req.cls}.${method}`);
       out = (inst.cls.def.handlers as Record<string, (s: unknown, i: unknown, c: ActorContext) => unknown>)[method]!(inst.state, input, inst.ctx);
     } catch (e) {
-      return fail(e);
+      this.finish(inst, call, e, true);
+      return;
     }
     // stay synchronous for sync handlers: no extra microtask per call
-    if (out instanceof Promise) out.then(ok, fail);
-    else ok(out);
+    if (out instanceof Promise) {
+      out.then(
+        (v) => this.finish(inst, call, v, false),
+        (e) => this.finish(inst, call, e, true),
+      );
+    } else this.finish(inst, call, out, false);
+  }
+
+  private finish(inst: Instance, call: Call, value: unknown, failed: boolean): void {
+    const { msg, method } = call;
+    let bytes: Uint8Array | undefined;
+    if (!failed) {
+      try {
+        bytes = pack([0, validate(inst.cls.def.protocol[method]!.output, value, `output of ${inst.req.cls}.${method}`)]);
+      } catch (e) {
+        value = e;
+      }
+    }
+    if (bytes === undefined) bytes = pack([1, toWire(value, 'ACTOR_TASK', { actor: inst.req.actorId, method, node: this.nodeId })]);
+    msg.respond(bytes);
+    inst.running--;
+    if (inst.queue.length > 0) this.pump(inst);
   }
 
   private async onKill(msg: BusMsg): Promise<void> {
