@@ -22,8 +22,12 @@ export interface MysqlBackendOptions {
   statementTimeoutMs?: number;
 }
 
-/** MySQL 8's default sql_mode, so MariaDB rejects what the AgentBench server rejected */
-export const MYSQL8_SQL_MODE = 'ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
+/**
+ * MySQL 8's default sql_mode without strict mode: the shipped labels were made on a server where
+ * `UPDATE … WHERE text_col = 16` over a column holding 'Replay' updated the matching rows (strict
+ * mode turns the conversion warning into error 1292; measured on tasks v0.2/standard/184 and 196).
+ */
+export const SQL_MODE = 'ONLY_FULL_GROUP_BY,NO_ENGINE_SUBSTITUTION';
 /** prefix of every database and user this backend creates */
 export const NAME_PREFIX = 'dbb_';
 
@@ -137,7 +141,7 @@ class MysqlSession implements DbSession {
     await new Promise<void>((resolve, reject) => conn.connect((e) => (e ? reject(e) : resolve())));
     const secs = b.statementTimeoutMs / 1000;
     const setup = [
-      `SET SESSION sql_mode = '${MYSQL8_SQL_MODE}'`,
+      `SET SESSION sql_mode = '${SQL_MODE}'`,
       'SET SESSION group_concat_max_len = 1024',
       `SET SESSION sql_select_limit = ${b.maxRows + 1}`,
       b.server?.mariadb ? `SET SESSION max_statement_time = ${secs}` : `SET SESSION max_execution_time = ${b.statementTimeoutMs}`,
@@ -251,7 +255,8 @@ export class MysqlBackend implements Backend {
     } catch (e) {
       throw new DbbenchError('DBBENCH_BAD_OPTION', `options.db is not a URL: use mysql://user:password@host:port`, { url: opts.url }, { cause: e });
     }
-    this.key = MysqlBackend.keyOf(opts.url);
+    const extra = [opts.maxRows !== undefined ? `maxRows=${opts.maxRows}` : '', opts.statementTimeoutMs !== undefined ? `timeoutMs=${opts.statementTimeoutMs}` : ''].filter(Boolean);
+    this.key = MysqlBackend.keyOf(opts.url) + (extra.length > 0 ? `?${extra.join('&')}` : '');
     this.host = u.hostname;
     this.port = Number(u.port || 3306);
     this.maxRows = opts.maxRows ?? DEFAULT_MAX_ROWS;
