@@ -476,11 +476,14 @@ export function bleu(reference: string, hypothesis: string): number {
   const rl = ref.length;
   const bp = hl > rl ? 1 : hl === 0 ? 0 : Math.exp(1 - rl / hl);
   let s = 0;
+  let incvnt = 1;
   for (let i = 0; i < 4; i++) {
     let p = num[i]! / den[i]!;
     if (num[i] === 0) {
-      if (hl > 1) p = (i + 5 / Math.log(hl)) / den[i]!;
-      else return Number.NaN; // nltk raises (log of 0); AgentBench then keeps the raw action
+      if (hl <= 1) return Number.NaN; // nltk raises (log of 0); AgentBench then keeps the raw action
+      // nltk >= 3.6 method4: 1 / (2^incvnt * k / ln(len(hyp))), k = 5
+      p = 1 / ((2 ** incvnt * 5) / Math.log(hl)) / den[i]!;
+      incvnt++;
     }
     s += 0.25 * Math.log(p);
   }

@@ -95,7 +95,29 @@ function firsts(v: View, p: string, b: number): number[] {
   return Array.from(v.w.candidates(v.P(p), -1, b), (k) => (Math.floor(k / S) % S) - 1);
 }
 
-/** The next oracle action, or null when the game is already won. */
+/**
+ * True when the state cannot reach the goal any more because the agent holds an object that no
+ * receptacle can contain (the PDDL allows taking e.g. a papertowelroll out of a garbagecan that
+ * no canContain fact lets it be put back into), and it is not the object the task needs.
+ */
+export function isDeadEnd(g: Game, state: AlfState): boolean {
+  const w = worldOf(g, state.facts);
+  const P = (n: string) => g.lc.predIndex.get(n) ?? -1;
+  const S = g.lc.fs.S;
+  const agent = g.lc.entsByType[g.lc.typeIndex.get('agent')!]![0]!;
+  const held = Array.from(w.candidates(P('holds'), agent, -1), (k) => (k % S) - 1)[0];
+  if (held === undefined) return false;
+  const spec = taskSpec(g, g.goalFormula);
+  const ot = Array.from(w.candidates(P('objecttype'), held, -1), (k) => (k % S) - 1)[0] ?? -1;
+  if (ot === (g.lc.entIndex.get(spec.otype) ?? -2)) return false;
+  const recs = g.lc.entsByType[g.lc.typeIndex.get('receptacle')!] ?? [];
+  return !recs.some((r) => {
+    const rt = Array.from(w.candidates(P('receptacletype'), r, -1), (k) => (k % S) - 1)[0] ?? -1;
+    return w.has(factKey(g.lc.fs, P('cancontain'), rt, ot));
+  });
+}
+
+/** The next oracle action, or null when the game is already won ('look' in a dead end). */
 export function expert(g: Game, state: AlfState): string | null {
   checkState(g, state);
   if (state.won) return null;

@@ -24,7 +24,7 @@ export {
   type StepResult,
   type StepInfo,
 } from './engine.ts';
-export { expert, taskSpec, type TaskSpec } from './expert.ts';
+export { expert, isDeadEnd, taskSpec, type TaskSpec } from './expert.ts';
 export { TASK_TYPES, type Game, type GrammarKind, type TaskType } from './game.ts';
 export { AlfworldError, AlfworldBadGameError, type AlfworldErrorCode } from './errors.ts';
 export { stepMany, type PoolRequest, type PoolResponse } from './pool.ts';

@@ -232,3 +232,42 @@ export function parseProblem(text: string, field = 'pddl_problem'): ProblemDef {
     goal: parseFormula(goalS[1], `${field}:goal`),
   };
 }
+
+function termText(t: Term): string {
+  return 'v' in t ? `?${t.v}` : t.c;
+}
+export function formulaText(f: Formula): string {
+  switch (f.t) {
+    case 'true':
+      return '()';
+    case 'atom':
+      return `(${[f.p, ...f.args.map(termText)].join(' ')})`;
+    case 'eq':
+      return `(= ${termText(f.a)} ${termText(f.b)})`;
+    case 'not':
+      return `(not ${formulaText(f.x)})`;
+    case 'and':
+    case 'or':
+      return `(${f.t} ${f.xs.map(formulaText).join(' ')})`;
+    case 'imply':
+      return `(imply ${formulaText(f.a)} ${formulaText(f.b)})`;
+    case 'exists':
+    case 'forall':
+      return `(${f.t} (${f.vars.map((v) => `?${v.name} - ${v.type}`).join(' ')}) ${formulaText(f.x)})`;
+  }
+}
+/** Write a problem back as PDDL text (used to rebuild upstream-layout files from compact data). */
+export function problemText(p: ProblemDef): string {
+  return [
+    `(define (problem ${p.name || 'p'})`,
+    '(:domain alfred)',
+    '(:objects',
+    ...p.objects.map((o) => `  ${o.name} - ${o.type}`),
+    ')',
+    '(:init',
+    ...p.init.map((f) => `  (${[f.p, ...f.args].join(' ')})`),
+    ')',
+    `(:goal ${formulaText(p.goal)})`,
+    ')',
+  ].join('\n');
+}

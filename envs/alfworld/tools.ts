@@ -5,7 +5,7 @@
 import { Rng } from '../../cluster/rng.ts';
 import { loadGames, loadGameFile, type LoadOpts } from './data.ts';
 import { reset, step, admissible, type AlfState, type ResetOpts } from './engine.ts';
-import { expert } from './expert.ts';
+import { expert, isDeadEnd } from './expert.ts';
 import type { Game, GrammarKind } from './game.ts';
 import { TASK_TYPES } from './game.ts';
 
@@ -33,6 +33,8 @@ export interface VerifyRow {
   expertStart: number;
   expertPerturbed: number;
   perturbedRuns: number;
+  /** perturbed starts that were dead ends (held object nothing can contain); not counted */
+  deadEnds: number;
 }
 export interface VerifyResult {
   rows: VerifyRow[];
@@ -81,7 +83,7 @@ export function verifyAlfworld(opts: VerifyOpts = {}): VerifyResult {
   for (const g of games) {
     const row =
       rows.get(g.taskType) ??
-      rows.set(g.taskType, { taskType: g.taskType, games: 0, walkthrough: 0, expertStart: 0, expertPerturbed: 0, perturbedRuns: 0 }).get(g.taskType)!;
+      rows.set(g.taskType, { taskType: g.taskType, games: 0, walkthrough: 0, expertStart: 0, expertPerturbed: 0, perturbedRuns: 0, deadEnds: 0 }).get(g.taskType)!;
     row.games++;
     // walkthrough in every grammar
     let wtOk = true;
@@ -112,6 +114,10 @@ export function verifyAlfworld(opts: VerifyOpts = {}): VerifyResult {
       const rng = new Rng(`${opts.seed ?? 0}:${g.id}:${i}`);
       const gk = grammars[i % grammars.length]!;
       const s = perturb(g, gk, rng, 3 + rng.int(12));
+      if (isDeadEnd(g, s)) {
+        row.deadEnds++;
+        continue;
+      }
       row.perturbedRuns++;
       const r = runExpert(g, s, maxSteps);
       if (r.won) row.expertPerturbed++;
@@ -120,7 +126,7 @@ export function verifyAlfworld(opts: VerifyOpts = {}): VerifyResult {
   }
   const ordered = [...rows.values()].sort((a, b) => TASK_TYPES.indexOf(a.taskType as never) - TASK_TYPES.indexOf(b.taskType as never));
   for (const r of ordered)
-    log(`${r.taskType.padEnd(32)} walkthrough ${r.walkthrough}/${r.games}  expert ${r.expertStart}/${r.games}  perturbed ${r.expertPerturbed}/${r.perturbedRuns}`);
+    log(`${r.taskType.padEnd(32)} walkthrough ${r.walkthrough}/${r.games}  expert ${r.expertStart}/${r.games}  perturbed ${r.expertPerturbed}/${r.perturbedRuns}${r.deadEnds ? ` (${r.deadEnds} dead-end starts skipped)` : ''}`);
   for (const f of failures.slice(0, 20)) log(`FAIL ${f.game} ${f.check}: ${f.detail}`);
   return { rows: ordered, failures, ok: failures.length === 0 && games.length > 0, games: games.length, ms: performance.now() - t0 };
 }

@@ -19,10 +19,19 @@ const fixtures = Object.entries(d)
   .map(([key, text]) => {
     const lines = text.trim().split('\n');
     const steps: { action: string; observation: string }[] = [];
-    for (let i = 2; i + 1 < lines.length; i += 2) {
-      const action = lines[i]!.replace(/^> /, '');
-      if (action.startsWith('think:')) continue;
-      steps.push({ action, observation: lines[i + 1]! });
+    for (let i = 2; i < lines.length; i++) {
+      if (!lines[i]!.startsWith('>')) continue;
+      const action = lines[i]!.replace(/^>\s*/, '');
+      const obs: string[] = [];
+      while (i + 1 < lines.length && !lines[i + 1]!.startsWith('>')) obs.push(lines[++i]!);
+      if (action.startsWith('think:')) {
+        // hand-edited prompts sometimes put an env reply after a think's "OK."
+        const extra = obs.filter((o) => o !== 'OK.');
+        const prev = steps[steps.length - 1];
+        if (extra.length && prev && prev.observation === '') prev.observation = extra.join('\n');
+        continue;
+      }
+      steps.push({ action, observation: obs.join('\n') });
     }
     return { key, initial: `${lines[0]}\n${lines[1]}`, steps };
   });
