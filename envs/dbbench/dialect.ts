@@ -216,6 +216,7 @@ export function mysqlToSqlite(sql: string): string {
     const si = sigIndex.get(t);
     const f = fold.get(t);
     if (f?.open) out += `${FOLD_FN}(`;
+    if (f?.num) out += `${NUM_FN}(`;
     if (f?.literal) {
       out += sqliteStr(foldText(t.value ?? ''));
       if (f.close) out += ')';
@@ -270,6 +271,9 @@ export function mysqlToSqlite(sql: string): string {
   return out;
 }
 
+/** the SQLite function that converts like MySQL does when text meets a number ('12abc' → 12) */
+export const NUM_FN = 'mysql_num';
+
 /** the SQLite function that folds text the way MySQL's accent- and case-insensitive collation compares */
 export const FOLD_FN = 'mysql_ci';
 
@@ -287,6 +291,8 @@ const KEYWORDS = new Set([
 
 interface FoldMark {
   open?: boolean;
+  /** open a MySQL string → number conversion instead */
+  num?: boolean;
   close?: boolean;
   literal?: boolean;
 }
@@ -331,6 +337,20 @@ function planFolding(sig: readonly Tok[]): Map<Tok, FoldMark> {
       const l = sig[i - 1];
       const r = sig[i + 1];
       const isStr = (x: Tok | undefined): boolean => x !== undefined && (x.kind === 'str' || x.kind === 'dqstr');
+      const isNum = (x: Tok | undefined): boolean => x !== undefined && x.kind === 'num';
+      if (isNum(r) && sig[i + 2]?.text !== '(' && sig[i + 2]?.text !== '.') {
+        const s = operandStart(i - 1);
+        if (s >= 0 && sig[i - 1]?.text !== ')' && sig[s - 1]?.text !== '.') {
+          mark(sig[s] as Tok, { num: true });
+          mark(sig[i - 1] as Tok, { close: true });
+        }
+      } else if (isNum(l) && sig[i - 2]?.text !== '.') {
+        const e = operandEnd(i + 1);
+        if (e >= 0) {
+          mark(sig[i + 1] as Tok, { num: true });
+          mark(sig[e] as Tok, { close: true });
+        }
+      }
       if (isStr(r) && sig[i + 2]?.text !== '(' ) {
         const s = operandStart(i - 1);
         if (s >= 0 && sig[i - 1]?.text !== ')' && sig[s - 1]?.text !== '.') {
@@ -402,4 +422,32 @@ function skipParens(toks: readonly Tok[], open: number): number {
     }
   }
   return toks.length - 1;
+}
+
+/**
+ * What MySQL rejects but SQLite would accept: a quoted string or a [bracketed] name where a table
+ * belongs, and a table name in the wrong letter case (MySQL on Linux compares table names exactly).
+ * Returns the server text MySQL would give, or null.
+ */
+export function mysqlOnlyError(sql: string, tables: readonly string[], database: string): string | null {
+  const sig = significant(tokenize(sql));
+  const near = (t: Tok): string => `1064 (42000): You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '${sql.slice(t.pos, t.pos + 80)}' at line 1`;
+  for (let i = 0; i < sig.length; i++) {
+    const t = sig[i] as Tok;
+    if (t.kind === 'op' && t.text === '[') return near(t);
+    const u = t.kind === 'word' ? t.text.toUpperCase() : '';
+    if (u === 'FROM' || u === 'JOIN' || u === 'INTO' || u === 'UPDATE' || u === 'TABLE') {
+      const n = sig[i + 1];
+      if (!n) continue;
+      if (n.kind === 'str' || n.kind === 'dqstr') return near(n);
+      if ((n.kind === 'qident' || n.kind === 'ident' || n.kind === 'word') && sig[i + 2]?.text !== '.' && sig[i + 2]?.text !== '(') {
+        const name = n.value ?? n.text;
+        if (n.kind === 'word' && KEYWORDS.has(name.toUpperCase())) continue;
+        if (!tables.includes(name) && tables.some((x) => x.toLowerCase() === name.toLowerCase())) {
+          return `1146 (42S02): Table '${database}.${name}' doesn't exist`;
+        }
+      }
+    }
+  }
+  return null;
 }

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { DEFAULT_MAX_ROWS, tooManyRows, type Backend, type DbSession, type ExecResult } from './backend.ts';
-import { checkSandbox, FOLD_FN, foldText, mysqlToSqlite, significant, splitStatements, tokenize } from './dialect.ts';
+import { checkSandbox, FOLD_FN, foldText, mysqlOnlyError, mysqlToSqlite, NUM_FN, significant, splitStatements, tokenize } from './dialect.ts';
 import { tableHashRepr } from './protocol.ts';
 import type { PyValue } from './python.ts';
 import type { DbbenchTask } from './tasks.ts';
@@ -55,6 +55,7 @@ const asText = (v: unknown): string | null =>
 function installMysqlFunctions(db: Database.Database): void {
   const det = { deterministic: true } as const;
   db.function(FOLD_FN, det, (v: unknown) => (typeof v === 'string' ? foldText(v) : (v as never)));
+  db.function(NUM_FN, det, (v: unknown) => (v === null ? null : typeof v === 'string' ? mysqlNumber(v) : (v as never)));
   db.function('like', det, (p: unknown, v: unknown) => (p === null || v === null ? null : mysqlLike(String(asText(p)), String(asText(v))) ? 1 : 0));
   db.function('like', det, (p: unknown, v: unknown, e: unknown) =>
     p === null || v === null ? null : mysqlLike(String(asText(p)), String(asText(v)), String(asText(e) ?? '\\')) ? 1 : 0);
@@ -157,6 +158,12 @@ class SqliteSession implements DbSession {
     installMysqlFunctions(this.db);
     const cols = task.columns.map((c) => `"${c.replace(/"/g, '""')}" TEXT COLLATE NOCASE`).join(', ');
     const name = `"${task.tableName.replace(/"/g, '""')}"`;
+    // names MySQL refuses (SQLite would take them): the table is not created, as on MySQL
+    const badCol = task.columns.find((c) => c === '' || c !== c.trimEnd() || c.length > 64);
+    if (badCol !== undefined || task.tableName.length > 64 || task.tableName !== task.tableName.trimEnd()) {
+      this.setupError = badCol !== undefined ? `1166 (42000): Incorrect column name '${badCol}'` : `1103 (42000): Incorrect table name '${task.tableName}'`;
+      return;
+    }
     try {
       this.db.exec(`CREATE TABLE ${name} (${cols})`);
     } catch (e) {
@@ -196,6 +203,8 @@ class SqliteSession implements DbSession {
     if (refused) return { ok: false, error: refused.reason };
     const shown = this.mysqlShow(sql);
     if (shown) return shown;
+    const mysqlError = mysqlOnlyError(sql, this.tableNames(), this.database);
+    if (mysqlError) return { ok: false, error: mysqlError };
     const translated = mysqlToSqlite(sql);
     try {
       const stmt = this.handle.prepare(translated);
@@ -213,6 +222,10 @@ class SqliteSession implements DbSession {
     } catch (e) {
       return { ok: false, error: mysqlErrorText((e as Error).message, sql, this.database) };
     }
+  }
+
+  private tableNames(): string[] {
+    return (this.handle.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").raw(true).all() as string[][]).map((r) => r[0] ?? '');
   }
 
   /** SHOW TABLES / SHOW DATABASES / DESCRIBE t / SHOW COLUMNS FROM t, as MySQL answers them */

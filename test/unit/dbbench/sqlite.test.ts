@@ -202,3 +202,25 @@ test('bench - reports both rates', async (t) => {
   t.true(b.queryStepsPerSec > 0);
   await t.throwsAsync(benchDbbench({ seconds: 0 }), { code: 'DBBENCH_BAD_OPTION' } as never);
 });
+
+test('sqlite - what MySQL rejects is rejected: quoted or bracketed table names, wrong-case table names', async (t) => {
+  const { state } = await reset(tinyTask());
+  let r = await sql(state, 'SELECT * FROM "People"');
+  t.regex(r.obs, /^1064 \(42000\): .* near '"People"' at line 1$/);
+  r = await sql(r.state, 'SELECT [Name] FROM People');
+  t.regex(r.obs, /^1064 \(42000\)/);
+  r = await sql(r.state, 'SELECT COUNT(*) FROM people');
+  t.is(r.obs, "1146 (42S02): Table 'People.people' doesn't exist");
+});
+
+test('sqlite - text meets number as in MySQL: numeric prefix, non-numbers are 0', async (t) => {
+  const task = tinyTask({ id: 'unit/num', rows: [['A', 'x', '9'], ['B', 'y', '10'], ['C', 'z', 'Replay'], ['D', 'w', '10.0']] });
+  const { state } = await reset(task);
+  let r = await sql(state, 'SELECT Name FROM People WHERE Age > 9.5');
+  t.is(r.obs, "[('B',), ('D',)]");
+  r = await sql(r.state, 'SELECT COUNT(*) FROM People WHERE Age = 0');
+  t.is(r.obs, '[(1,)]');
+  r = await sql(r.state, "UPDATE People SET City = 'q' WHERE Age = 10");
+  r = await sql(r.state, "SELECT Name FROM People WHERE City = 'Q'");
+  t.is(r.obs, "[('B',), ('D',)]");
+});
