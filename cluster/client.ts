@@ -44,6 +44,8 @@ export interface ClusterOptions {
   callTimeoutMs?: number;
   /** Spawn (constructor) timeout. @default 60_000 */
   spawnTimeoutMs?: number;
+  /** How long a new actor waits for a node that fits before PlacementError (restarts wait up to spawnTimeoutMs). @default 3000 */
+  placementWaitMs?: number;
   /** Calls this client may have in flight before new ones get BackpressureError. @default 100_000 */
   maxInflight?: number;
   /** Object store; by default JetStream over NATS, a shared map in-process. */
@@ -56,6 +58,7 @@ export const DEFAULT_DEAD_AFTER_MS = 3000;
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 export const DEFAULT_SPAWN_TIMEOUT_MS = 60_000;
 export const DEFAULT_MAX_INFLIGHT = 100_000;
+export const DEFAULT_PLACEMENT_WAIT_MS = 3000;
 
 interface NodeView {
   hb: Heartbeat;
@@ -102,6 +105,7 @@ export class Cluster {
   private readonly deadAfter: number;
   private readonly callTimeout: number;
   private readonly spawnTimeout: number;
+  private readonly placementWait: number;
   private readonly maxInflight: number;
   private readonly log: (line: string) => void;
   private namedLocks = new Map<string, Promise<unknown>>();
@@ -112,6 +116,7 @@ export class Cluster {
     this.deadAfter = opts.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS;
     this.callTimeout = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     this.spawnTimeout = opts.spawnTimeoutMs ?? DEFAULT_SPAWN_TIMEOUT_MS;
+    this.placementWait = opts.placementWaitMs ?? DEFAULT_PLACEMENT_WAIT_MS;
     this.maxInflight = opts.maxInflight ?? DEFAULT_MAX_INFLIGHT;
     this.log = opts.log ?? (() => {});
     if (opts.objects) this.objects = opts.objects;
@@ -315,7 +320,7 @@ export class Cluster {
   private async getOrCreate<P extends Protocol, A extends z.ZodType, S>(cls: ActorClass<P, A, S>, args: unknown, name: string): Promise<Handle<P>> {
     const actorId = `@${name}`;
     try {
-      const pong = decode(PongSchema, await this.rawCall(actorId, PING_METHOD, pack(null), 1000), 'pong');
+      const pong = validate(PongSchema, unpackOk(await this.rawCall(actorId, PING_METHOD, pack(null), 1000)), 'pong');
       if (pong.cls !== cls.def.name) throw new ConfigError(`${cls.def.name}.options.name`, `the name "${name}" is taken by an actor of class ${pong.cls}; choose another name`);
       return this.handle(cls, this.refOf(cls, actorId));
     } catch (e) {
@@ -338,7 +343,7 @@ export class Cluster {
     this.owned.set(actorId, o);
     try {
       const deadline = Date.now() + this.spawnTimeout;
-      for (const r of o.replicas) r.nodeId = await this.place(o, r, 0, new Set(), deadline);
+      for (const r of o.replicas) r.nodeId = await this.place(o, r, 0, new Set(), Math.min(deadline, Date.now() + this.placementWait));
     } catch (e) {
       this.owned.delete(actorId);
       for (const r of o.replicas) if (r.nodeId) await this.killOn(o, r, 'spawn of a sibling replica failed').catch(() => {});
@@ -357,9 +362,9 @@ export class Cluster {
       return;
     }
     r.restarts++;
-    const lost = r.nodeId;
     try {
-      r.nodeId = await this.place(o, r, r.restarts, new Set([lost]), Date.now() + this.spawnTimeout);
+      // a lost node is already out of the table; a killed actor may come back on the same node
+      r.nodeId = await this.place(o, r, r.restarts, new Set(), Date.now() + this.spawnTimeout);
       this.log(`actor ${o.cls.def.name} (${o.actorId}) restarted on ${r.nodeId} (restart ${r.restarts}${max === -1 ? '' : ` of ${max}`}) after ${why}`);
     } catch (e) {
       r.dead = true;
@@ -378,7 +383,7 @@ export class Cluster {
    * Kill an actor this client owns. With `restart: true` it restarts (constructor re-runs) if
    * its maxRestarts allow, as Ray's `ray.kill(a, no_restart=False)`.
    */
-  async kill(target: Handle<Protocol> | ActorRef, opts: { restart?: boolean } = {}): Promise<void> {
+  async kill(target: { readonly ref: ActorRef } | ActorRef, opts: { restart?: boolean } = {}): Promise<void> {
     const ref = 'ref' in target ? target.ref : target;
     const o = this.owned.get(ref.actorId);
     if (!o) {

@@ -273,6 +273,24 @@ export class ClusterNode {
     return this.heartbeat().actors;
   }
 
+  /**
+   * Vanish without a word, as a process killed with SIGKILL would: heartbeats stop, every
+   * subscription is dropped, queued calls get no reply. For fault tests on the in-process
+   * transport (over NATS, tests kill a real node process instead).
+   */
+  vanish(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    for (const inst of this.instances.values()) {
+      inst.stopped = true;
+      inst.sub.unsubscribe();
+      inst.queue.length = 0;
+    }
+    this.instances.clear();
+    for (const s of this.subs) s.unsubscribe();
+    this.subs = [];
+  }
+
   /** Stop every hosted actor and leave the cluster. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
