@@ -97,6 +97,8 @@ export class Cluster {
   private nodes = new Map<string, NodeView>();
   private owned = new Map<string, Owned>();
   private inflightCount = 0;
+  // placements not yet visible in the node's heartbeat, so parallel spawns spread out
+  private placedSinceBeat = new Map<string, number>();
   private deadActors = new Map<string, string>();
   private counter = 0;
   private timer: NodeJS.Timeout;
@@ -156,6 +158,7 @@ export class Cluster {
       return;
     }
     this.nodes.set(hb.nodeId, { hb, lastSeen: Date.now() });
+    this.placedSinceBeat.delete(hb.nodeId);
     for (const a of hb.actors) this.deadActors.delete(a.actorId);
   }
 
@@ -230,7 +233,7 @@ export class Cluster {
       for (const [k, v] of Object.entries(res)) if (v > 0 && (h.available[k] ?? 0) < v) return false;
       return true;
     });
-    const score = (h: Heartbeat) => (h.available.cpu ?? 0) / Math.max(1, h.total.cpu ?? 1) - h.actors.length * 1e-3;
+    const score = (h: Heartbeat) => (h.available.cpu ?? 0) / Math.max(1, h.total.cpu ?? 1) - (h.actors.length + (this.placedSinceBeat.get(h.nodeId) ?? 0)) * 0.01;
     return ok.sort((a, b) => Number(spread.has(a.nodeId)) - Number(spread.has(b.nodeId)) || score(b) - score(a) || a.nodeId.localeCompare(b.nodeId));
   }
 
@@ -277,10 +280,13 @@ export class Cluster {
       };
       if (o.opts.name !== undefined) req.name = o.opts.name;
       let reply: unknown;
+      this.placedSinceBeat.set(target.nodeId, (this.placedSinceBeat.get(target.nodeId) ?? 0) + 1);
+      const unplace = () => this.placedSinceBeat.set(target.nodeId, Math.max(0, (this.placedSinceBeat.get(target.nodeId) ?? 1) - 1));
       try {
         const bytes = await this.bus.request(subjects.nodeSpawn(this.name, target.nodeId), pack(req), Math.max(1000, Math.min(this.spawnTimeout, deadlineMs - Date.now())));
         reply = unpack(bytes);
       } catch (e) {
+        unplace();
         lastErr = e instanceof BusTimeoutError ? new PlacementError(`node ${target.nodeId} did not answer the spawn of ${o.cls.def.name} in time`, { actor: o.actorId, node: target.nodeId }) : (e as Error);
         tried.add(target.nodeId);
         continue;
@@ -291,6 +297,7 @@ export class Cluster {
         for (const [k, v] of Object.entries(req.resources)) target.available[k] = (target.available[k] ?? 0) - v;
         return target.nodeId;
       }
+      unplace();
       const err = fromWire(val as WireError);
       if (!(err instanceof PlacementError)) throw err;
       lastErr = err;
