@@ -68,7 +68,12 @@ export const DEFAULT_MAX_CONCURRENCY = 1;
 
 export const ActorOptionsSchema = z
   .object({
-    resources: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/, 'resource names are lowercase words like cpu, gpu, memory'), z.number().min(0)).optional(),
+    resources: z
+      .record(z.string(), z.number().min(0, 'resource amounts are non-negative numbers'))
+      .superRefine((r, ctx) => {
+        for (const k of Object.keys(r)) if (!/^[a-z][a-z0-9_]*$/.test(k)) ctx.addIssue({ code: 'custom', path: [k], message: `resource name "${k}" is not allowed; use lowercase words like cpu, gpu, memory` });
+      })
+      .optional(),
     labels: z.record(z.string(), z.string()).optional(),
     name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'names use letters, digits, _ and - (at most 64)').optional(),
     maxRestarts: z.number().int().min(-1).optional(),

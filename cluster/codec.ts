@@ -17,7 +17,10 @@ export function pack(value: unknown): Uint8Array {
 /** Decode msgpack bytes; malformed bytes become a `MALFORMED_MESSAGE` {@link CodecError}. */
 export function unpack(bytes: Uint8Array, where: Hr1ErrorFields = {}): unknown {
   try {
-    return packr.unpack(bytes);
+    const v = packr.unpack(bytes);
+    // 0xc1 is "never used" in msgpack; msgpackr hands back a sentinel object instead of failing
+    if (typeof v === 'object' && v !== null && (v as { name?: unknown }).name === 'MessagePack 0xC1') throw new Error('byte 0xc1 is not valid msgpack');
+    return v;
   } catch (e) {
     throw new CodecError('MALFORMED_MESSAGE', `malformed message (${bytes.length} bytes): not valid msgpack (${(e as Error).message}); send values encoded with the cluster codec`, { ...where, cause: e });
   }

@@ -66,6 +66,48 @@ bench
     await benchCluster({ seconds: o.seconds, pool: o.pool, ...(o.address ? { address: o.address } : {}) });
   });
 
+const ENVS = ['alfworld', 'dbbench', 'webshop'];
+const envArg = (v: string) => {
+  if (!ENVS.includes(v)) throw new CommanderError(2, 'hr1.bad-env', `unknown env "${v}"; choose one of ${ENVS.join(', ')}`);
+  return v;
+};
+const envs = program.command('envs').description('the benchmark environments: verify them, replay episodes');
+envs
+  .command('verify')
+  .description('run the experts (and walkthroughs) on every shipped task; exits non-zero on failure')
+  .argument('<env>', `one of ${ENVS.join(', ')}`, envArg)
+  .option('--data <path>', 'a user\'s own data (ALFWorld: a json_2.1.1-layout dir; DBBench: an AgentBench jsonl; WebShop: a dir with items_*.json)')
+  .addOption(new Option('--grammar <g>', 'ALFWorld grammar').choices(['legacy', 'current', 'both']).default('both'))
+  .option('--perturbations <n>', 'ALFWorld: perturbed starts per game', parsePositiveInt('--perturbations'))
+  .option('--db <url>', 'DBBench backend: sqlite (default) or mysql://user:pass@host:port')
+  .action(async (env: string, o) => {
+    const { verifyEnv } = await import('./envs.ts');
+    if (!(await verifyEnv(env, o))) process.exitCode = 1;
+  });
+envs
+  .command('replay')
+  .description('run actions (one a line, from stdin or --actions) on one game and print JSONL observations')
+  .argument('<env>', 'alfworld', envArg)
+  .requiredOption('--game <id|path>', 'a shipped game id (split/task-dir/trial) or a path to a game.tw-pddl')
+  .option('--data <dir>', 'a user\'s own ALFWorld data dir (json_2.1.1 layout)')
+  .addOption(new Option('--grammar <g>', 'grammar').choices(['legacy', 'current']).default('legacy'))
+  .option('--actions <file>', 'read actions from this file instead of stdin')
+  .action(async (env: string, o) => {
+    const { replayEnv } = await import('./envs.ts');
+    await replayEnv(env, o);
+  });
+bench
+  .command('envs')
+  .description('env reset/step rates, direct and through the worker pool')
+  .argument('<env>', `one of ${ENVS.join(', ')}`, envArg)
+  .option('--seconds <s>', 'seconds per measurement', (v) => Number(v), 3)
+  .option('--threads <n>', 'pool threads', parsePositiveInt('--threads'), 2)
+  .option('--db <url>', 'DBBench: also bench this backend (sqlite or mysql://…)')
+  .action(async (env: string, o) => {
+    const { benchEnv } = await import('./envs.ts');
+    await benchEnv(env, o);
+  });
+
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 
 async function main(): Promise<void> {

@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { WorkerPool } from '../../cluster/pool.ts';
+import { table } from './stats.ts';
+
+export interface VerifyEnvOptions {
+  data?: string;
+  grammar?: 'legacy' | 'current' | 'both';
+  perturbations?: number;
+  db?: string;
+  file?: string;
+}
+
+/** `hr1 envs verify <env>`: experts and walkthroughs on every shipped task; non-zero exit on failure. */
+export async function verifyEnv(env: string, o: VerifyEnvOptions): Promise<boolean> {
+  if (env === 'alfworld') {
+    const { verifyAlfworld } = await import('../../envs/alfworld/index.ts');
+    const r = verifyAlfworld({ ...(o.data ? { dataDir: o.data } : {}), grammar: o.grammar ?? 'both', ...(o.perturbations !== undefined ? { perturbations: o.perturbations } : {}), log: (l) => console.error(l) });
+    console.log(table(['task type', 'games', 'walkthrough', 'expert from start', 'expert perturbed', 'perturbed runs', 'dead ends skipped'], r.rows.map((x) => [x.taskType, x.games, x.walkthrough, x.expertStart, x.expertPerturbed, x.perturbedRuns, x.deadEnds])));
+    console.log(`\nalfworld: ${r.games} games, ${r.failures.length} failure(s) in ${(r.ms / 1000).toFixed(1)} s: ${r.ok ? 'OK' : 'FAILED'}`);
+    for (const f of r.failures.slice(0, 20)) console.log(`  ${JSON.stringify(f)}`);
+    return r.ok;
+  }
+  if (env === 'dbbench') {
+    const { verifyDbbench, closeAll } = await import('../../envs/dbbench/index.ts');
+    try {
+      const r = await verifyDbbench({ ...(o.file ? { file: o.file } : {}), ...(o.data ? { file: o.data } : {}), ...(o.db ? { db: o.db } : {}) });
+      console.log(table(['type', 'matched', 'total'], r.perType.map((x) => [x.type, x.matched, x.total])));
+      console.log(`\ndbbench on ${r.backend}: ${r.matched}/${r.total} (${(r.rate * 100).toFixed(1)}%), threshold ${(r.threshold * 100).toFixed(0)}%: ${r.ok ? 'OK' : 'FAILED'}; reads whose reference SQL alone reproduces the label: ${r.readSqlAgreement.agree}/${r.readSqlAgreement.total}`);
+      for (const m of r.misses.slice(0, 20)) console.log(`  miss: ${m.taskId} (${m.type})`);
+      return r.ok;
+    } finally {
+      await closeAll();
+    }
+  }
+  if (env === 'webshop') {
+    const mod = (await import('../../envs/webshop/index.ts')) as unknown as { verifyWebshop: (o: { dataDir?: string }) => Promise<{ solved: number; total: number; ok: boolean }> | { solved: number; total: number; ok: boolean } };
+    const r = await mod.verifyWebshop({ ...(o.data ? { dataDir: o.data } : {}) });
+    console.log(`webshop: expert reached reward 1 on ${r.solved}/${r.total} goals: ${r.ok ? 'OK' : 'FAILED'}`);
+    return r.ok;
+  }
+  throw new Error(`unknown env "${env}"; choose alfworld, dbbench or webshop`);
+}
+
+/** `hr1 envs replay alfworld --game … < actions.txt`. */
+export async function replayEnv(env: string, o: { data?: string; game: string; grammar?: 'legacy' | 'current'; actions?: string }): Promise<void> {
+  if (env !== 'alfworld') throw new Error(`replay is available for alfworld; got "${env}"`);
+  const { replayAlfworld } = await import('../../envs/alfworld/index.ts');
+  const text = o.actions ? readFileSync(o.actions, 'utf8') : readFileSync(0, 'utf8');
+  const actions = text.split('\n').map((l) => l.trim()).filter((l) => l.length > 0 && !l.startsWith('#'));
+  for (const line of replayAlfworld({ game: o.game, actions, ...(o.data ? { dataDir: o.data } : {}), ...(o.grammar ? { grammar: o.grammar } : {}) })) console.log(line);
+}
+
+/** `hr1 bench envs <env>`: rates direct and through the worker pool. */
+export async function benchEnv(env: string, o: { seconds: number; threads: number; db?: string }): Promise<void> {
+  if (env === 'alfworld') {
+    const { benchAlfworld, loadGames, reset } = await import('../../envs/alfworld/index.ts');
+    const d = benchAlfworld({ seconds: o.seconds });
+    console.log(table(['alfworld, direct (1 thread)', 'figure'], [
+      ['resets/s', d.resetsPerSec.toFixed(0)],
+      ['reset p50', `${(d.resetMsP50 * 1000).toFixed(1)} µs`],
+      ['steps/s', d.stepsPerSec.toFixed(0)],
+      ['steps/s with admissible commands each step', d.stepsPerSecWithAdmissible.toFixed(0)],
+    ]));
+    const pool = new WorkerPool({ module: fileURLToPath(new URL('../../envs/alfworld/worker.ts', import.meta.url)), threads: o.threads, batchSize: 64 });
+    try {
+      const games = loadGames().games;
+      // 512 episodes in flight; each step travels (state in, state out) through the pool
+      const eps = Array.from({ length: 512 }, (_, i) => {
+        const g = games[i % games.length]!;
+        return { game: g.id, state: reset(g, { protocol: 'raw' }).state };
+      });
+      // warm up: every thread builds its per-game caches and JITs on first touch
+      for (let i = 0; i < 3; i++) await pool.runMany('expertStep', eps);
+      let steps = 0;
+      const t0 = performance.now();
+      const end = t0 + o.seconds * 1000;
+      await Promise.all(
+        eps.map(async (ep) => {
+          let state = ep.state;
+          const g = games.find((x) => x.id === ep.game)!;
+          while (performance.now() < end) {
+            const r = (await pool.run('expertStep', { game: ep.game, state })) as { state: typeof state; done: boolean };
+            steps++;
+            state = r.done ? reset(g, { protocol: 'raw' }).state : r.state;
+          }
+        }),
+      );
+      const rate = (steps / (performance.now() - t0)) * 1000;
+      console.log(`\nalfworld through the pool (${o.threads} threads, 64 steps a message, 512 episodes in flight, expert action computed in the worker): ${rate.toFixed(0)} steps/s, ${(rate / o.threads).toFixed(0)} per thread`);
+    } finally {
+      await pool.destroy();
+    }
+    return;
+  }
+  if (env === 'dbbench') {
+    const { benchDbbench, closeAll } = await import('../../envs/dbbench/index.ts');
+    try {
+      const rows: (string | number)[][] = [];
+      for (const backend of o.db ? [o.db] : ['sqlite']) {
+        const r = await benchDbbench({ backend, seconds: o.seconds });
+        rows.push([r.backend, r.setupsPerSec.toFixed(0), r.queryStepsPerSec.toFixed(0)]);
+      }
+      console.log(table(['dbbench backend', 'episode set-ups/s', 'query steps/s'], rows));
+    } finally {
+      await closeAll();
+    }
+    return;
+  }
+  if (env === 'webshop') {
+    const mod = (await import('../../envs/webshop/index.ts')) as unknown as { benchWebshop: (o: { seconds?: number }) => Promise<Record<string, number>> | Record<string, number> };
+    const r = await mod.benchWebshop({ seconds: o.seconds });
+    console.log(table(['webshop, direct', 'figure'], Object.entries(r).map(([k, v]) => [k, typeof v === 'number' ? v.toFixed(3) : String(v)])));
+    return;
+  }
+  throw new Error(`unknown env "${env}"; choose alfworld, dbbench or webshop`);
+}
