@@ -1,0 +1,42 @@
+/**
+ * Typed errors of the harness. Each carries a stable `code`, the values involved in `details`,
+ * and a message that says what to do.
+ */
+export type HarnessErrorCode =
+  | 'HARNESS_BAD_OPTION'
+  | 'HARNESS_BAD_PATCH'
+  | 'HARNESS_BAD_JSON'
+  | 'HARNESS_PATCH_NOT_FOUND'
+  | 'HARNESS_COMPILE_FAILED'
+  | 'HARNESS_SANDBOX_UNAVAILABLE'
+  | 'HARNESS_UNKNOWN_LAYER'
+  | 'HARNESS_MODEL_FAILED'
+  | 'HARNESS_ENV_FAILED';
+
+export class HarnessError extends Error {
+  override readonly name = 'HarnessError';
+  readonly code: HarnessErrorCode;
+  readonly details: Record<string, unknown>;
+
+  constructor(code: HarnessErrorCode, message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.details = details;
+  }
+}
+
+/** guard that works across realms, unlike instanceof */
+export function isHarnessError(e: unknown): e is HarnessError {
+  return typeof e === 'object' && e !== null && (e as { name?: unknown }).name === 'HarnessError'
+    && typeof (e as { code?: unknown }).code === 'string';
+}
+
+/** the message of anything thrown, one line, bounded */
+export function errorText(e: unknown, max = 300): string {
+  let s: string;
+  if (e instanceof Error) s = `${e.name}: ${e.message}`;
+  else if (typeof e === 'object' && e !== null && 'message' in e) s = `${String((e as { name?: unknown }).name ?? 'Error')}: ${String((e as { message: unknown }).message)}`;
+  else s = String(e);
+  s = s.replace(/\s+/g, ' ').trim();
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
