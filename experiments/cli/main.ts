@@ -108,6 +108,32 @@ bench
     await benchEnv(env, o);
   });
 
+addClusterOptions(
+  program
+    .command('eval')
+    .description('roll a target (+ a patch) out on tasks × seeds: success, score, steps, hook counters')
+    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench']).makeOptionMandatory())
+    .requiredOption('--target <spec>', 'sim/<profile> (SIMULATED), openai:<base-url>#<model>, lm/<name>')
+    .option('--patch <file>', 'a patch JSON file over the base harness')
+    .option('--baseline <name>', 'a baseline instead of a patch: vanilla, selfRefine, react')
+    .option('--split <name>', 'task split (alfworld: valid_seen, valid_train, all; dbbench: v0.2/dev, v0.2/standard, main-fc/standard)')
+    .option('--tasks <sel>', 'a count (20), index ranges (0-9,15) or task ids')
+    .option('--seeds <list>', 'seeds, e.g. 1,2,3 or 1-5', '1')
+    .option('--data <path>', 'a user\'s own env data')
+    .addOption(new Option('--protocol <p>', 'ALFWorld protocol').choices(['react', 'agentbench']))
+    .option('--db <url>', 'DBBench backend: sqlite (default) or mysql://…')
+    .option('--replicas <n>', 'target actor replicas', parsePositiveInt('--replicas'), 1)
+    .option('--env-threads <n>', 'worker threads per target actor for ALFWorld steps (0 = inline)', (v) => Number(v), 0)
+    .option('--no-cache', 'bypass the episode cache')
+    .option('--cache-path <file>', 'episode cache file', '.hr1/cache/episodes.sqlite')
+    .option('--in-process', 'use the in-process transport')
+    .option('--no-progress', 'no progress bar')
+    .option('--json', 'print JSON'),
+).action(async (o) => {
+  const { runEval } = await import('./eval.ts');
+  await runEval(o);
+});
+
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 
 async function main(): Promise<void> {

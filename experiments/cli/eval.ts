@@ -1,0 +1,133 @@
+import { readFileSync } from 'node:fs';
+import cliProgress from 'cli-progress';
+import { init } from '../../cluster/init.ts';
+import { Hr1Error } from '../../cluster/errors.ts';
+import { EpisodeCache, DEFAULT_CACHE_PATH, listTasks, rollout, summarizeRecords, type EnvOptions } from '../../actors/index.ts';
+import { BASELINES, BASELINE_NAMES, type BaselineName } from '../../policies/targets/baselines.ts';
+import { parseTargetSpec } from '../../policies/targets/spec.ts';
+import { authOf, type ClusterCliOptions } from './options.ts';
+import { table } from './stats.ts';
+import type { EpisodeRecord } from '../../policies/harness/index.ts';
+
+export interface EvalOptions extends ClusterCliOptions {
+  env: string;
+  target: string;
+  patch?: string;
+  baseline?: string;
+  split?: string;
+  tasks?: string;
+  seeds: string;
+  data?: string;
+  protocol?: 'react' | 'agentbench';
+  db?: string;
+  json?: boolean;
+  cache: boolean;
+  cachePath: string;
+  replicas: number;
+  envThreads: number;
+  inProcess?: boolean;
+  progress: boolean;
+}
+
+/** `--tasks 20` (the first 20 of the split), `--tasks 0-9,15` (indices) or `--tasks id1,id2`. */
+export function selectTasks(all: string[], spec: string | undefined): string[] {
+  if (!spec) return all;
+  if (/^\d+$/.test(spec)) return all.slice(0, Number(spec));
+  if (/^[\d,\s-]+$/.test(spec)) {
+    const out: string[] = [];
+    for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+      const [a, b] = part.split('-').map(Number) as [number, number | undefined];
+      for (let i = a; i <= (b ?? a); i++) {
+        const t = all[i];
+        if (t === undefined) throw new Hr1Error('BAD_OPTION', `--tasks: index ${i} is out of range (the split has ${all.length} tasks)`);
+        out.push(t);
+      }
+    }
+    return out;
+  }
+  const ids = spec.split(',').map((s) => s.trim());
+  for (const id of ids) if (!all.includes(id)) throw new Hr1Error('BAD_OPTION', `--tasks: no task "${id}" in this split; give a count, index ranges (0-9,15) or ids`);
+  return ids;
+}
+
+export function parseSeeds(spec: string): number[] {
+  const out: number[] = [];
+  for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!m) throw new Hr1Error('BAD_OPTION', `--seeds: "${part}" is not a seed or a range; write e.g. --seeds 1,2,3 or --seeds 1-5`);
+    for (let s = Number(m[1]); s <= Number(m[2] ?? m[1]); s++) out.push(s);
+  }
+  if (out.length === 0) throw new Hr1Error('BAD_OPTION', '--seeds: give at least one seed');
+  return out;
+}
+
+function loadPatch(o: EvalOptions): unknown {
+  if (o.patch && o.baseline) throw new Hr1Error('BAD_OPTION', '--patch and --baseline exclude each other; give one');
+  if (o.baseline) {
+    if (!BASELINE_NAMES.includes(o.baseline as BaselineName)) throw new Hr1Error('BAD_OPTION', `--baseline: "${o.baseline}" is not a baseline; choose ${BASELINE_NAMES.join(', ')}`);
+    return BASELINES[o.baseline as BaselineName];
+  }
+  if (!o.patch) return null;
+  let text: string;
+  try {
+    text = readFileSync(o.patch, 'utf8');
+  } catch (e) {
+    throw new Hr1Error('BAD_OPTION', `--patch ${o.patch}: cannot read it (${(e as Error).message}); pass a patch JSON file`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new Hr1Error('BAD_PATCH', `--patch ${o.patch}: not JSON (${(e as Error).message}); check it with hr1 patch check ${o.patch}`);
+  }
+}
+
+function hookTotals(records: readonly EpisodeRecord[]): Record<string, number> {
+  const t: Record<string, number> = {};
+  for (const r of records) for (const h of r.hooks) for (const [k, v] of Object.entries(h.counters)) if (typeof v === 'number') t[k] = (t[k] ?? 0) + v;
+  return t;
+}
+
+/** `hr1 eval`: roll a target (+ patch) out on tasks × seeds and report. */
+export async function runEval(o: EvalOptions): Promise<void> {
+  const spec = parseTargetSpec(o.target);
+  const envOptions: EnvOptions = { data: o.data, protocol: o.protocol, db: o.db };
+  const tasks = selectTasks(listTasks(o.env, o.split, envOptions), o.tasks);
+  const seeds = parseSeeds(o.seeds);
+  const episodes = seeds.flatMap((seed) => tasks.map((taskId) => ({ taskId, seed })));
+  const patch = loadPatch(o);
+  const rt = await init({ ...authOf(o), cluster: o.cluster, ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess ?? false });
+  const cache = o.cache ? new EpisodeCache(o.cachePath) : null;
+  const simNote = spec.kind === 'sim' ? ' (SIMULATED target)' : '';
+  const log = (l: string) => process.stderr.write(`${l}\n`);
+  if (!o.json) log(`hr1 eval: ${o.env}, ${tasks.length} tasks × ${seeds.length} seeds, target ${o.target}${simNote}, ${o.baseline ? `baseline ${o.baseline}` : o.patch ? `patch ${o.patch}` : 'no patch'}; ${rt.note}`);
+  const bar = o.progress && !o.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'episodes {bar} {value}/{total} ({cached} cached) {eta_formatted} left', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
+  bar?.start(episodes.length, 0, { cached: 0 });
+  try {
+    const r = await rollout(rt.cluster, { env: o.env, target: o.target, patch, episodes, envOptions }, {
+      cache,
+      replicas: o.replicas,
+      envThreads: o.envThreads,
+      onProgress: (p) => bar?.update(p.done, { cached: p.cached }),
+      log,
+    });
+    bar?.stop();
+    const s = summarizeRecords(r.records);
+    const hooks = hookTotals(r.records);
+    if (o.json) {
+      console.log(JSON.stringify({ env: o.env, target: o.target, simulated: spec.kind === 'sim', patch: o.patch ?? o.baseline ?? null, tasks: tasks.length, seeds, ...s, hooks, stats: r.stats }, null, 2));
+    } else {
+      console.log(table(['env', 'target', 'episodes', 'success', 'score', 'avg steps', 'statuses'], [[o.env, `${o.target}${simNote}`, s.episodes, `${(s.success * 100).toFixed(1)}%`, s.score.toFixed(3), s.steps.toFixed(1), Object.entries(s.statuses).map(([k, v]) => `${k} ${v}`).join(', ')]]));
+      const hk = Object.entries(hooks).filter(([, v]) => v > 0);
+      if (hk.length) console.log(`\nhook counters: ${hk.map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      console.log(`\n${r.stats.ran} episodes run, ${r.stats.cached} from the cache${cache ? ` (${cache.path})` : ''}, ${r.stats.resent} chunks re-sent, ${(r.stats.ms / 1000).toFixed(1)} s, nodes: ${r.stats.nodes.join(', ') || '-'}`);
+    }
+  } finally {
+    bar?.stop();
+    cache?.close();
+    await rt.shutdown();
+    const { closeAll } = await import('../../envs/dbbench/index.ts');
+    await closeAll();
+  }
+}
+
+export { DEFAULT_CACHE_PATH };
