@@ -1,0 +1,53 @@
+import test from 'ava';
+import { EpisodeCache, listTasks, rollout, summarizeRecords } from '../../../actors/index.ts';
+import { init } from '../../../cluster/init.ts';
+import { canonicalJson } from '../../../policies/harness/index.ts';
+import { BASELINES } from '../../../policies/targets/baselines.ts';
+
+const episodes = listTasks('alfworld').slice(0, 12).flatMap((taskId) => [1, 2].map((seed) => ({ taskId, seed })));
+
+test('rollout - the same config and seeds give the same records; the cache serves a repeat without running it', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const cache = new EpisodeCache(':memory:');
+    const a = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/qwen-3b', episodes }, { cache: null });
+    const b = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/qwen-3b', episodes }, { cache });
+    t.is(canonicalJson(a.records), canonicalJson(b.records));
+    const c = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/qwen-3b', episodes }, { cache });
+    t.is(c.stats.cached, episodes.length);
+    t.is(c.stats.ran, 0);
+    t.is(canonicalJson(c.records), canonicalJson(a.records));
+    // a different patch is a different key: not served from the cache
+    const d = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/qwen-3b', episodes, patch: BASELINES.selfRefine }, { cache });
+    t.is(d.stats.cached, 0);
+    t.not(canonicalJson(d.records), canonicalJson(a.records));
+    t.is(a.records.length, episodes.length);
+    t.deepEqual(a.records.map((r) => [r.taskId, r.seed]), episodes.map((e) => [e.taskId, e.seed]), 'records in request order');
+    const s = summarizeRecords(a.records);
+    t.true(s.success > 0 && s.success < 1);
+  } finally {
+    await rt.shutdown();
+  }
+});
+
+test('rollout - ALFWorld steps through the env worker pool give the same records as inline steps', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const few = episodes.slice(0, 8);
+    const inline = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/gemma-3b', episodes: few }, { cache: null });
+    const pooled = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/gemma-3b', episodes: few }, { cache: null, envThreads: 2 });
+    t.is(canonicalJson(pooled.records), canonicalJson(inline.records));
+  } finally {
+    await rt.shutdown();
+  }
+});
+
+test('rollout - an invalid patch is refused before anything runs, with the field path', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const e = await t.throwsAsync(rollout(rt.cluster, { env: 'alfworld', target: 'sim/qwen-3b', episodes, patch: { rules: [{ hook: 'preAction', effect: { type: 'explode' } }] } }, { cache: null }));
+    t.regex(e!.message, /rules\[0\]\.effect/);
+  } finally {
+    await rt.shutdown();
+  }
+});
