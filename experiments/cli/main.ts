@@ -134,6 +134,26 @@ addClusterOptions(
   await runEval(o);
 });
 
+program
+  .command('serve')
+  .description('serve a local target behind an OpenAI-compatible /v1/chat/completions (sim/<profile> needs --env; echo for tests)')
+  .argument('<target>', 'sim/<profile> (SIMULATED) or echo')
+  .option('--port <n>', 'port (0 = any free port)', (v) => Number(v), 8000)
+  .option('--host <host>', 'address to listen on', '127.0.0.1')
+  .addOption(new Option('--env <env>', 'the env a sim target plays').choices(['alfworld', 'dbbench']))
+  .option('--api-key <key>', 'require this Bearer token (or HR1_SERVE_API_KEY)')
+  .action(async (target: string, o) => {
+    const { serveLocal } = await import('../../actors/serve-local.ts');
+    const apiKey = o.apiKey ?? process.env.HR1_SERVE_API_KEY;
+    const s = await serveLocal(target, { port: o.port, host: o.host, ...(o.env ? { env: o.env } : {}), ...(apiKey ? { apiKey } : {}) });
+    console.log(`hr1 serve: ${target}${target.startsWith('sim/') ? ' (SIMULATED target)' : ''} at ${s.url} (OpenAI-compatible: POST ${s.url}/chat/completions); Ctrl-C stops`);
+    await new Promise<void>((resolve) => {
+      const stop = () => void s.close().then(resolve);
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+  });
+
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 
 async function main(): Promise<void> {
