@@ -1,0 +1,109 @@
+import test from 'ava';
+import { listTasks, rollout } from '../../actors/index.ts';
+import { NatsBus } from '../../cluster/bus-nats.ts';
+import { Cluster } from '../../cluster/client.ts';
+import { init } from '../../cluster/init.ts';
+import { NatsServer } from '../../cluster/nats-server.ts';
+import { canonicalJson, type EpisodeRecord } from '../../policies/harness/index.ts';
+import { sleep } from '../behaviour/harness.ts';
+import { hr1, startNode, stopAll, waitFor, type Proc } from './processes.ts';
+
+const episodes = listTasks('alfworld').slice(0, 40).map((taskId) => ({ taskId, seed: 3 }));
+const essence = (rs: EpisodeRecord[]) => canonicalJson(rs.map((r) => ({ t: r.taskId, s: r.seed, steps: r.steps.map((x) => [x.action, x.observation]), o: r.outcome })));
+
+let reference: EpisodeRecord[];
+test.before(async () => {
+  const rt = await init({ inProcess: true });
+  reference = (await rollout(rt.cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes }, { cache: null })).records;
+  await rt.shutdown();
+});
+
+test.serial('rollout - over NATS across node processes gives the same records as in-process', async (t) => {
+  const server = await NatsServer.start();
+  const procs: Proc[] = [];
+  const bus = await NatsBus.connect({ address: server.url });
+  const cluster = new Cluster(bus, { cluster: 'ro1', deadAfterMs: 1500 });
+  try {
+    for (let i = 0; i < 2; i++) procs.push(await startNode(server.url, 'ro1', ['--resources', 'cpu=2']));
+    await cluster.waitForNodes(2, 10_000);
+    const r = await rollout(cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes }, { cache: null, replicas: 2, chunk: 4 });
+    t.is(canonicalJson(r.records), canonicalJson(reference));
+    t.is(r.stats.nodes.length, 2, 'both node processes ran chunks');
+  } finally {
+    await cluster.close({ killOwned: true });
+    await bus.close();
+    await stopAll(procs);
+    await server.dispose();
+  }
+});
+
+test.serial('rollout - a node killed mid-rollout costs no episode: its chunks are re-sent and the result is unchanged', async (t) => {
+  const server = await NatsServer.start();
+  const procs: Proc[] = [];
+  const bus = await NatsBus.connect({ address: server.url });
+  const logs: string[] = [];
+  const cluster = new Cluster(bus, { cluster: 'ro2', deadAfterMs: 1200, log: (l) => logs.push(l) });
+  try {
+    for (let i = 0; i < 3; i++) procs.push(await startNode(server.url, 'ro2', ['--resources', 'cpu=2', '--node-id', `k${i}`]));
+    await cluster.waitForNodes(3, 10_000);
+    const more = [3, 4, 5, 6, 7, 8].flatMap((seed) => episodes.map((e) => ({ ...e, seed })));
+    let killed = '';
+    let started = false;
+    const run = rollout(cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes: more }, {
+      cache: null,
+      replicas: 3,
+      chunk: 6,
+      window: 2,
+      onProgress: (p) => {
+        if (started || p.done === 0) return;
+        started = true;
+        // kill a node while one of its target replicas has chunks in flight
+        void (async () => {
+          for (let i = 0; i < 50 && !killed; i++) {
+            const st = await cluster.status(60);
+            const busy = st.find((h) => h.actors.some((a) => a.cls === 'TargetActor' && a.pending > 0));
+            if (busy) {
+              killed = busy.nodeId;
+              procs[Number(busy.nodeId.slice(1))]!.child.kill('SIGKILL');
+            }
+          }
+        })();
+      },
+    });
+    const r = await run;
+    t.truthy(killed, 'a busy node was killed');
+    t.true(r.stats.resent > 0, 'some chunks were re-sent');
+    t.is(canonicalJson(r.records.slice(0, episodes.length)), canonicalJson(reference));
+    t.false(r.stats.nodes.length === 0);
+    t.true(r.records.every((x) => x !== undefined));
+    // the same rollout without the fault, for the rest of the records
+    const clean = await rollout(cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes: more }, { cache: null, replicas: 3 });
+    t.is(essence(r.records), essence(clean.records));
+  } finally {
+    await cluster.close({ killOwned: true });
+    await bus.close();
+    await stopAll(procs);
+    await server.dispose();
+  }
+});
+
+test.serial('serve - a SIMULATED target served over HTTP plays the same episodes through the openai client', async (t) => {
+  const port = 20000 + (process.pid % 20000);
+  const srv = hr1(['serve', 'sim/llama-3b', '--env', 'alfworld', '--port', String(port)]);
+  try {
+    await waitFor(srv, /OpenAI-compatible/);
+    const rt = await init({ inProcess: true });
+    try {
+      const few = episodes.slice(0, 8).map((e) => ({ ...e, seed: 0 }));
+      const direct = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes: few }, { cache: null });
+      const served = await rollout(rt.cluster, { env: 'alfworld', target: `openai:http://127.0.0.1:${port}/v1#sim/llama-3b`, episodes: few }, { cache: null });
+      t.is(essence(served.records), essence(direct.records));
+    } finally {
+      await rt.shutdown();
+    }
+  } finally {
+    srv.child.kill('SIGTERM');
+    await srv.exited;
+    await sleep(10);
+  }
+});
