@@ -43,11 +43,6 @@ export type RolloutChunk = z.input<typeof RolloutChunkSchema>;
 /** Episodes one actor runs at once. @default 16 */
 export const DEFAULT_EPISODE_CONCURRENCY = 16;
 
-/** The model with its episode seed in the context (sampling seeds are the model's own business). */
-function seeded(model: Model, seed: number): Model {
-  return { name: model.name, decide: (ctx) => model.decide({ ...ctx, seed } as typeof ctx) };
-}
-
 /** Run episodes with at most `limit` in flight; results in input order. */
 export async function runEpisodes(env: string, envOptions: EnvOptions, harness: Harness, model: Model, episodes: readonly EpisodeRef[], limit: number, pool?: WorkerPool, onDone?: () => void): Promise<EpisodeRecord[]> {
   const out = new Array<EpisodeRecord>(episodes.length);
@@ -58,7 +53,7 @@ export async function runEpisodes(env: string, envOptions: EnvOptions, harness: 
         const i = next++;
         if (i >= episodes.length) return;
         const ep = episodes[i]!;
-        out[i] = await runEpisode(envFactory(env, ep.taskId, envOptions, pool), { model: seeded(model, ep.seed), seed: ep.seed, harness });
+        out[i] = await runEpisode(envFactory(env, ep.taskId, envOptions, pool), { model, seed: ep.seed, harness });
         onDone?.();
       }
     }),

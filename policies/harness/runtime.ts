@@ -491,7 +491,7 @@ class Episode {
         for (;;) {
           const context = hint === null ? [...this.messages] : [...this.messages, { role: 'user' as const, content: `Hint: ${hint}` }];
           try {
-            proposal = await this.opts.model.decide({ messages: context, step: this.step, env: this.session.env, taskId: this.session.taskId, session: this.session });
+            proposal = await this.opts.model.decide({ messages: context, step: this.step, env: this.session.env, taskId: this.session.taskId, session: this.session, seed: this.opts.seed ?? 0 });
             if (typeof proposal !== 'string') throw new TypeError(`model returned ${typeof proposal}, not text`);
           } catch (e) {
             return finish('model_error', last, `model ${this.opts.model.name} at step ${this.step}: ${errorText(e)}`);

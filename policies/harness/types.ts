@@ -86,6 +86,8 @@ export interface DecisionContext {
   readonly taskId: string;
   /** the live session, for expert and scripted models that need the env's oracle */
   readonly session: EnvSession;
+  /** the episode seed (sampling models and SIMULATED targets draw from it) */
+  readonly seed: number;
 }
 
 export interface Model {

@@ -652,7 +652,8 @@ export class OpenAIModel implements Model {
     if (o.topP !== undefined) req.topP = o.topP;
     if (o.maxTokens !== undefined) req.maxTokens = o.maxTokens;
     if (o.stop !== undefined) req.stop = o.stop;
-    if (o.seed !== undefined) req.seed = o.seed;
+    // a fixed sampling seed if one was given, else the episode's: reproducible where the server honours seeds
+    req.seed = o.seed ?? context.seed;
     if (this.mode === 'tools' && o.tools) {
       req.tools = o.tools;
       if (o.toolChoice !== undefined) req.toolChoice = o.toolChoice;

@@ -94,7 +94,8 @@ test.serial('serve - a SIMULATED target served over HTTP plays the same episodes
     await waitFor(srv, /OpenAI-compatible/);
     const rt = await init({ inProcess: true });
     try {
-      const few = episodes.slice(0, 8).map((e) => ({ ...e, seed: 0 }));
+      // the episode seed travels as the request's seed, so the served sim draws as the direct one
+      const few = episodes.slice(0, 8);
       const direct = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes: few }, { cache: null });
       const served = await rollout(rt.cluster, { env: 'alfworld', target: `openai:http://127.0.0.1:${port}/v1#sim/llama-3b`, episodes: few }, { cache: null });
       t.is(essence(served.records), essence(direct.records));

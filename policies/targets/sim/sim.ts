@@ -114,7 +114,7 @@ export function simModel(profileName: string, opts: SimModelOptions = {}): Model
           feedback.push(next && next.role === 'user' ? next.content : '');
         }
       }
-      const seed = (ctx as { seed?: number }).seed ?? opts.seed ?? 0;
+      const seed = ctx.seed ?? opts.seed ?? 0;
       // keyed by decisions made (assistant turns), which hints do not change
       const rng = new Rng(hashString(`${p.name}|${ctx.env}|${ctx.taskId}|${seed}|${ctx.step}|${outputs.length}`));
       const draws = {} as Record<Mode, number>;

@@ -30,7 +30,7 @@ async function serve(t: { teardown(fn: () => Promise<void>): void }, opts: Parti
 
 function ctx(messages: DecisionContext['messages']): DecisionContext {
   // OpenAIModel reads only the messages; the session is there for expert models
-  return { messages, step: 0, env: 'dbbench', taskId: 't0', session: {} as EnvSession };
+  return { messages, step: 0, env: 'dbbench', taskId: 't0', session: {} as EnvSession, seed: 0 };
 }
 
 test('openai client - a chat round trip returns the text, usage and finish reason', async (t) => {

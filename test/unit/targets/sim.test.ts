@@ -4,18 +4,14 @@ import { alfworldEnv, baseHarness, canonicalJson, composeHarness, runEpisode } f
 import { effectiveRates, simModel } from '../../../policies/targets/sim/sim.ts';
 import { SIM_PROFILES, simProfile } from '../../../policies/targets/sim/profiles.ts';
 import { MODES } from '../../../policies/targets/sim/modes.ts';
-import type { Model } from '../../../policies/harness/index.ts';
 
 const games = loadGames().games.filter((_, i) => i % 9 === 0).slice(0, 30);
 
-function seeded(m: Model, seed: number): Model {
-  return { name: m.name, decide: (ctx) => m.decide({ ...ctx, seed } as typeof ctx) };
-}
 
 async function success(profile: string, patch: unknown, seed = 1): Promise<number> {
   const h = patch ? composeHarness(baseHarness(), patch) : baseHarness();
   let won = 0;
-  for (const g of games) if ((await runEpisode(alfworldEnv(g), { model: seeded(simModel(profile), seed), seed, harness: h })).outcome.won) won++;
+  for (const g of games) if ((await runEpisode(alfworldEnv(g), { model: simModel(profile), seed, harness: h })).outcome.won) won++;
   return won / games.length;
 }
 
@@ -28,7 +24,7 @@ test('sim - 20 profiles over 5 families and 4 sizes, every output names them sim
 
 test('sim - the same seed gives the same episode, another seed another', async (t) => {
   const g = games[3]!;
-  const run = (seed: number) => runEpisode(alfworldEnv(g), { model: seeded(simModel('llama-3b'), seed), seed });
+  const run = (seed: number) => runEpisode(alfworldEnv(g), { model: simModel('llama-3b'), seed });
   const a = await run(5);
   const b = await run(5);
   t.is(canonicalJson(a), canonicalJson(b));
