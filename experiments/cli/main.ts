@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { Hr1Error } from '../../cluster/errors.ts';
+import { table } from './stats.ts';
 import { addClusterOptions, parseAddress, parseDurationOpt, parseLabels, parsePositiveInt, parseResources } from './options.ts';
 
 const program = new Command();
@@ -152,6 +153,67 @@ program
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });
+  });
+
+bench
+  .command('rollout')
+  .description('ALFWorld episodes end to end with a SIMULATED target vs the env-only bound: in-process vs NATS, 0/1/2 env threads')
+  .option('--target <spec>', 'sim target', 'sim/qwen-8b')
+  .option('--tasks <n>', 'tasks', parsePositiveInt('--tasks'), 100)
+  .option('--seeds <n>', 'seeds per task', parsePositiveInt('--seeds'), 2)
+  .action(async (o) => {
+    const { benchRollout } = await import('../bench/rollout.ts');
+    await benchRollout(o);
+  });
+bench
+  .command('harness')
+  .description('the cost of a sandboxed hook call (p50/p99) and the harness overhead on an episode vs the bare env loop')
+  .option('--seconds <s>', 'seconds', (v) => Number(v), 4)
+  .action(async (o) => {
+    const { benchHarness } = await import('../../policies/harness/index.ts');
+    const r = await benchHarness({ seconds: o.seconds });
+    console.log(table(['harness', 'figure'], [
+      ['sandboxed hook call p50', `${r.hookP50Us.toFixed(0)} µs`],
+      ['sandboxed hook call p99', `${r.hookP99Us.toFixed(0)} µs`],
+      ['bare env loop, ms an episode', r.bareEpisodeMs.toFixed(2)],
+      ['harness + 2 rules + 2 code hooks, ms an episode', r.harnessEpisodeMs.toFixed(2)],
+      ['overhead with that patch (× bare)', r.episodeOverheadRatio.toFixed(2)],
+      ['overhead of the base harness, no patch (× bare)', r.baseOverheadRatio.toFixed(2)],
+    ]));
+  });
+
+const patch = program.command('patch').description('patches over the harness: check and show');
+patch
+  .command('check')
+  .description('validate a patch (schema, sandbox compile, a smoke episode) and print the report; non-zero exit when invalid')
+  .argument('<file>', 'patch JSON file')
+  .action(async (file: string) => {
+    const { checkPatchFile } = await import('../../policies/harness/index.ts');
+    const r = await checkPatchFile(file);
+    console.log(r.report);
+    if (!r.ok) process.exitCode = 1;
+  });
+patch
+  .command('show')
+  .description('print a patch\'s canonical form and its content hash')
+  .argument('<file>', 'patch JSON file')
+  .action(async (file: string) => {
+    const { showPatchFile } = await import('../../policies/harness/index.ts');
+    const r = showPatchFile(file);
+    console.log(r.canonical);
+    console.log(`hash ${r.hash}`);
+  });
+
+const sim = program.command('sim').description('SIMULATED targets: their profiles and measured vanilla success');
+sim
+  .command('table')
+  .description('measure every sim profile\'s vanilla success per env and print (or write) the markdown table')
+  .option('--tasks <n>', 'tasks per env', parsePositiveInt('--tasks'), 60)
+  .option('--seeds <n>', 'seeds per task', parsePositiveInt('--seeds'), 2)
+  .option('--write <file>', 'replace the generated block in this markdown file (e.g. docs/TARGETS.md)')
+  .action(async (o) => {
+    const { simTable } = await import('./sim-table.ts');
+    await simTable(o);
   });
 
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());

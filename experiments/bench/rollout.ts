@@ -1,0 +1,90 @@
+import { listTasks, rollout, summarizeRecords } from '../../actors/index.ts';
+import { init } from '../../cluster/init.ts';
+import { admissible, expert, loadGames, reset, step } from '../../envs/alfworld/index.ts';
+import type { EpisodeRecord } from '../../policies/harness/index.ts';
+import { table } from '../cli/stats.ts';
+
+export interface BenchRolloutOptions {
+  target: string;
+  tasks: number;
+  seeds: number;
+  log?: (l: string) => void;
+}
+
+/** Replays the records' actions on the bare env (no harness, no model, no messages): the env-only bound. */
+function envOnly(records: EpisodeRecord[], withOracle: boolean): { steps: number; ms: number } {
+  const games = loadGames();
+  const t0 = performance.now();
+  let steps = 0;
+  for (const r of records) {
+    const g = games.get(r.taskId);
+    let s = reset(g, { protocol: 'react' }).state;
+    if (withOracle) {
+      admissible(g, s);
+      expert(g, s);
+    }
+    for (const st of r.steps) {
+      if (/^think\s*:/i.test(st.action)) continue;
+      s = step(g, s, st.action).state;
+      // what a rollout asks of the env besides the step: the admissible commands (ctx) and the oracle (the sim's competence)
+      if (withOracle && !s.done) {
+        admissible(g, s);
+        expert(g, s);
+      }
+      steps++;
+    }
+  }
+  return { steps, ms: performance.now() - t0 };
+}
+
+/**
+ * `hr1 bench rollout`: ALFWorld episodes end to end with a SIMULATED target (harness, model,
+ * actors, transport) next to the env-only bound, in one run: in-process vs NATS, 0/1/2 env threads.
+ */
+export async function benchRollout(o: BenchRolloutOptions): Promise<void> {
+  const log = o.log ?? console.log;
+  const tasks = listTasks('alfworld', 'all').slice(0, o.tasks);
+  const episodes = Array.from({ length: o.seeds }, (_, k) => tasks.map((taskId) => ({ taskId, seed: k + 1 }))).flat();
+  log(`bench rollout: ${episodes.length} ALFWorld episodes, target ${o.target} (SIMULATED), vanilla harness; every row the same episodes`);
+  const rows: (string | number)[][] = [];
+  let bound = 0;
+  let reference: EpisodeRecord[] | undefined;
+  for (const mode of ['inproc', 'nats'] as const) {
+    const rt = await init({ inProcess: mode === 'inproc' });
+    try {
+      for (const envThreads of [0, 1, 2]) {
+        // warm up the actor (and its pool) before timing
+        await rollout(rt.cluster, { env: 'alfworld', target: o.target, episodes: episodes.slice(0, 48) }, { cache: null, envThreads, concurrency: envThreads > 0 ? 128 : 16 });
+        const r = await rollout(rt.cluster, { env: 'alfworld', target: o.target, episodes }, { cache: null, envThreads, chunk: envThreads > 0 ? 64 : 16, window: 4, concurrency: envThreads > 0 ? 128 : 16 });
+        reference ??= r.records;
+        const s = summarizeRecords(r.records);
+        const steps = r.records.reduce((n, x) => n + x.outcome.steps, 0);
+        const sps = (steps / r.stats.ms) * 1000;
+        rows.push([`end to end, ${rt.mode}, ${envThreads === 0 ? 'env inline' : `env pool ${envThreads} thread${envThreads > 1 ? 's' : ''}`}`, ((episodes.length / r.stats.ms) * 1000).toFixed(0), sps.toFixed(0), `${(s.success * 100).toFixed(1)}%`, '']);
+      }
+    } finally {
+      await rt.shutdown();
+    }
+  }
+  // the bounds: the same actions on the bare step function, one thread, best of 3; and with the
+  // admissible commands and the oracle's action computed after each step, as a rollout needs them
+  const bestOf = (withOracle: boolean) => {
+    let best = { steps: 0, ms: Infinity };
+    for (let i = 0; i < 3; i++) {
+      const b = envOnly(reference!, withOracle);
+      if (b.ms < best.ms) best = b;
+    }
+    return best;
+  };
+  const bare = bestOf(false);
+  const full = bestOf(true);
+  bound = (bare.steps / bare.ms) * 1000;
+  const needed = (full.steps / full.ms) * 1000;
+  const e2e = rows.length;
+  rows.push(['env only: step (same actions, 1 thread)', ((reference!.length / bare.ms) * 1000).toFixed(0), bound.toFixed(0), '-', '']);
+  rows.push(['env only: step + admissible + oracle (1 thread)', ((reference!.length / full.ms) * 1000).toFixed(0), needed.toFixed(0), '-', '']);
+  for (const r of rows) r[4] = `${(Number(r[2]) / bound).toFixed(2)} / ${(Number(r[2]) / needed).toFixed(2)}`;
+  log(table(['what', 'episodes/s', 'steps/s', 'success', '÷ step-only / ÷ step+adm+oracle'], rows));
+  const bestE2E = Math.max(...rows.slice(0, e2e).map((r) => Number(r[2])));
+  log(`\ntarget: end to end ≥ 0.50 of the env-only bound. Best end to end: ${(bestE2E / bound).toFixed(2)} of the bare step function (${bestE2E / bound >= 0.5 ? 'met' : 'NOT met'}), ${(bestE2E / needed).toFixed(2)} of the env work a rollout needs (${bestE2E / needed >= 0.5 ? 'met' : 'NOT met'})`);
+}
