@@ -5,7 +5,8 @@
 import { Hr1Error } from '../cluster/errors.ts';
 import { loadGames } from '../envs/alfworld/index.ts';
 import { getTask, loadTasks, SHIPPED_SETS } from '../envs/dbbench/index.ts';
-import { alfworldEnv, dbbenchEnv, type EnvFactory } from '../policies/harness/index.ts';
+import { alfworldEnv, dbbenchEnv, webshopEnv, type EnvFactory } from '../policies/harness/index.ts';
+import { loadWebshop } from '../envs/webshop/index.ts';
 import type { WorkerPool } from '../cluster/pool.ts';
 import { pooledAlfworldEnv } from './env-pool.ts';
 
@@ -16,7 +17,7 @@ export type EnvName = (typeof ENV_NAMES)[number];
 export interface EnvOptions {
   /** ALFWorld: a user's json_2.1.1-layout dir; DBBench: an AgentBench jsonl */
   data?: string | undefined;
-  /** ALFWorld: react (49 steps, default) or agentbench (35 steps, AVAILABLE ACTIONS, snapping) */
+  /** ALFWorld: react (49 steps, default) or agentbench (35 steps, AVAILABLE ACTIONS, snapping); WebShop uses react (15 steps) */
   protocol?: 'react' | 'agentbench' | undefined;
   /** DBBench: sqlite (default) or mysql://… */
   db?: string | undefined;
@@ -43,7 +44,13 @@ export function listTasks(env: string, split?: string, opts: EnvOptions = {}): s
     if (!opts.data && !(s in SHIPPED_SETS)) throw new Hr1Error('UNKNOWN_SPLIT', `dbbench has no split "${s}"; use ${Object.keys(SHIPPED_SETS).join(', ')} or --data FILE`);
     return loadTasks({ file: s }).map((t) => t.id);
   }
-  if (env === 'webshop') throw new Hr1Error('ENV_NOT_READY', 'webshop is not wired into rollouts yet; use alfworld or dbbench');
+  if (env === 'webshop') {
+    const s = split ?? DEFAULT_SPLIT.webshop;
+    const goals = loadWebshop(opts.data ? { dataDir: opts.data } : {}).goals;
+    const ids = goals.filter((g) => s === 'all' || g.split === s).map((g) => g.id);
+    if (ids.length === 0) throw new Hr1Error('UNKNOWN_SPLIT', `webshop has no goals in split "${s}"; use train, dev, test or all`);
+    return ids;
+  }
   throw unknownEnv(env);
 }
 
@@ -58,6 +65,6 @@ export function envFactory(env: string, taskId: string, opts: EnvOptions = {}, p
     if (opts.data) loadTasks({ file: opts.data });
     return dbbenchEnv(getTask(taskId), opts.db ? { db: opts.db } : {});
   }
-  if (env === 'webshop') throw new Hr1Error('ENV_NOT_READY', 'webshop is not wired into rollouts yet; use alfworld or dbbench');
+  if (env === 'webshop') return webshopEnv(taskId, opts.data ? { dataDir: opts.data } : {});
   throw unknownEnv(env);
 }

@@ -113,11 +113,11 @@ addClusterOptions(
   program
     .command('eval')
     .description('roll a target (+ a patch) out on tasks × seeds: success, score, steps, hook counters')
-    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench']).makeOptionMandatory())
+    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).makeOptionMandatory())
     .requiredOption('--target <spec>', 'sim/<profile> (SIMULATED), openai:<base-url>#<model>, lm/<name>')
     .option('--patch <file>', 'a patch JSON file over the base harness')
     .option('--baseline <name>', 'a baseline instead of a patch: vanilla, selfRefine, react')
-    .option('--split <name>', 'task split (alfworld: valid_seen, valid_train, all; dbbench: v0.2/dev, v0.2/standard, main-fc/standard)')
+    .option('--split <name>', 'task split (alfworld: valid_seen, valid_train, all; dbbench: v0.2/dev, v0.2/standard, main-fc/standard; webshop: train, dev, test, all)')
     .option('--tasks <sel>', 'a count (20), index ranges (0-9,15) or task ids')
     .option('--seeds <list>', 'seeds, e.g. 1,2,3 or 1-5', '1')
     .option('--data <path>', 'a user\'s own env data')

@@ -13,6 +13,7 @@ export async function simTable(o: { tasks: number; seeds: number; write?: string
   const envs = [
     { env: 'alfworld', split: 'valid_seen' },
     { env: 'dbbench', split: 'v0.2/dev' },
+    { env: 'webshop', split: 'all' },
   ];
   const rt = await init({ inProcess: true });
   const measured: Record<string, Record<string, number>> = {};
@@ -35,12 +36,12 @@ export async function simTable(o: { tasks: number; seeds: number; write?: string
   const lines = [
     BEGIN,
     '',
-    `Measured vanilla success (no patch), ${o.tasks} tasks × ${o.seeds} seeds per env (ALFWorld valid_seen, ReAct protocol; DBBench v0.2 dev, SQLite). All targets here are SIMULATED.`,
+    `Measured vanilla success (no patch), ${o.tasks} tasks × ${o.seeds} seeds per env (ALFWorld valid_seen, ReAct protocol, 49 steps; DBBench v0.2 dev, SQLite; WebShop shipped goals, 15 steps; success = reward 1). All targets here are SIMULATED.`,
     `Rates are per decision before the env multiplier (${Object.entries(ENV_SCALE).map(([k, v]) => `${k} ×${v}`).join(', ')}).`,
     '',
-    `| profile | ${MODES.map((m) => short[m]).join(' | ')} | loop persist | compliance | ALFWorld | DBBench |`,
-    `|---|${MODES.map(() => '---').join('|')}|---|---|---|---|`,
-    ...SIM_PROFILES.map((p) => `| sim/${p.name} | ${MODES.map((m) => p.rates[m].toFixed(3)).join(' | ')} | ${p.loopPersist} | ${p.compliance} | ${((measured[p.name]?.alfworld ?? 0) * 100).toFixed(1)}% | ${((measured[p.name]?.dbbench ?? 0) * 100).toFixed(1)}% |`),
+    `| profile | ${MODES.map((m) => short[m]).join(' | ')} | loop persist | compliance | ALFWorld | DBBench | WebShop |`,
+    `|---|${MODES.map(() => '---').join('|')}|---|---|---|---|---|`,
+    ...SIM_PROFILES.map((p) => `| sim/${p.name} | ${MODES.map((m) => p.rates[m].toFixed(3)).join(' | ')} | ${p.loopPersist} | ${p.compliance} | ${((measured[p.name]?.alfworld ?? 0) * 100).toFixed(1)}% | ${((measured[p.name]?.dbbench ?? 0) * 100).toFixed(1)}% | ${((measured[p.name]?.webshop ?? 0) * 100).toFixed(1)}% |`),
     '',
     `Modes: ${MODES.map((m) => `${short[m]} = ${m} (${MODE_DOC[m]})`).join('; ')}.`,
     '',

@@ -106,6 +106,7 @@ export {
 } from './runtime.ts';
 export { scriptedModel, expertModel } from './models.ts';
 export { alfworldEnv, parseAlfworldAction, ALFWORLD_INSTRUCTIONS, type AlfworldEnvOptions } from './adapters/alfworld.ts';
+export { webshopEnv, parseWebshopAction, WEBSHOP_INSTRUCTIONS, type WebshopEnvOptions } from './adapters/webshop.ts';
 export { dbbenchEnv, parseDbbenchAction, SQL_ERROR, type DbbenchEnvOptions } from './adapters/dbbench.ts';
 export {
   validatePatch,

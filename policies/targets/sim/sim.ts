@@ -5,6 +5,7 @@ import { MODES, modesAddressed, type Mode } from './modes.ts';
 import { ENV_SCALE, SIM_PROFILES, simProfile, type SimProfile } from './profiles.ts';
 import { alfworldCorruptor } from './alfworld.ts';
 import { dbbenchCorruptor } from './dbbench.ts';
+import { webshopCorruptor } from './webshop.ts';
 
 /** What a corruptor knows at a decision: only what a model would see, plus the oracle's action. */
 export interface SimView {
@@ -22,7 +23,7 @@ export interface SimView {
 /** Env-specific failure behaviours; null = this mode does not apply here, act normally. */
 export type Corruptor = (mode: Mode, v: SimView) => string | null;
 
-const CORRUPTORS: Record<string, Corruptor> = { alfworld: alfworldCorruptor, dbbench: dbbenchCorruptor };
+const CORRUPTORS: Record<string, Corruptor> = { alfworld: alfworldCorruptor, dbbench: dbbenchCorruptor, webshop: webshopCorruptor };
 
 /** Register a corruptor for another env (WebShop lands with its env). */
 export function registerCorruptor(env: string, c: Corruptor): void {
