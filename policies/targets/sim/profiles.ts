@@ -72,7 +72,7 @@ function build(): SimProfile[] {
 }
 
 /** How hard each env is for the simulated agents: a multiplier on every mode's rate. */
-export const ENV_SCALE: Record<string, number> = { alfworld: 1.6, dbbench: 1.6, webshop: 1.3 };
+export const ENV_SCALE: Record<string, number> = { alfworld: 2.1, dbbench: 1.6, webshop: 1.3 };
 
 /** The 20 SIMULATED profiles: 5 families × 4 sizes. */
 export const SIM_PROFILES: readonly SimProfile[] = build();
