@@ -1,0 +1,59 @@
+/**
+ * The harness engineer's side: failure packets (text and tokens), the teacher ("prompted
+ * editor"), the `openai:` engineer backend, the reward Δ_B, and the cold-start SFT dataset.
+ *
+ * @example
+ * import { extractPacket, formatPacket, teacherPropose, rewardOf } from './policies/engineer/index.ts';
+ * const packet = extractPacket(records);
+ * const [p] = teacherPropose(packet, { k: 4, seed: 1 });
+ * const r = await rewardOf(cluster, { env, target, episodes, patch: p!.patch, cache });
+ */
+export { EngineerError, MissingEvaluationError, type EngineerErrorCode } from './errors.ts';
+export {
+  extractPacket,
+  formatPacket,
+  packetHash,
+  parsePacket,
+  selectFailed,
+  excerptOf,
+  excerptLineText,
+  Sanitizer,
+  PacketSchema,
+  PACKET_VERSION,
+  SELECTION_RULE,
+  DEFAULT_MAX_EPISODES,
+  DEFAULT_EXCERPT_CHARS,
+  MAX_ACTION_CHARS,
+  MAX_OBSERVATION_CHARS,
+  MAX_GOAL_CHARS,
+  type Packet,
+  type PacketEpisode,
+  type PacketSignals,
+  type PacketStatus,
+  type PacketOptions,
+  type ExcerptLine,
+} from './packet.ts';
+export {
+  packetTokens,
+  encodeText,
+  decodeTokens,
+  tokenId,
+  VOCAB,
+  VOCAB_SIZE,
+  VOCAB_VERSION,
+  SPECIAL_TOKENS,
+  COUNT_TOKENS,
+  WORD_TOKENS,
+  NUMBER_TOKENS,
+  SPELL_TOKENS,
+  SYMBOL_TOKENS,
+  PAD_ID,
+  BOS_ID,
+  EOS_ID,
+  UNK_ID,
+  DEFAULT_MAX_PACKET_TOKENS,
+} from './tokens.ts';
+export { teacherPropose, diagnose, DEFAULT_K, type Finding, type Proposal } from './teacher.ts';
+export { OpenAIEngineer, openAIEngineerFromSpec, parseEngineerReply, engineerPrompt, PATCH_CONTRACT, type LlmCandidate, type OpenAIEngineerOptions } from './openai.ts';
+export { rewardOf, rewardGroup, baseRecords, checkCandidate, type RewardSpec, type RewardOptions, type RewardResult } from './reward.ts';
+export { buildSftDataset, makeBatches, formatSftSummary, DEFAULT_BATCH_SIZE, DEFAULT_MIN_DELTA, SFT_ROW_KIND, type SftRow, type SftOptions, type SftSummary, type SftProgress } from './sft.ts';
