@@ -4,8 +4,8 @@
  * within a VOCAB_VERSION (append-only across versions).
  *
  * Text is lower-cased and split into words ([a-z]+), numbers ([0-9]+) and single symbols.
- * A word in the vocabulary is one token; any other word is spelled with letter tokens (`#a` …
- * `#z`), which `decodeTokens` joins back into the word. Numbers 0–99 are one token, larger ones
+ * A word in the vocabulary is one token; any other word is spelled with letter tokens (`<w>` then
+ * `#a` … `#z`), which `decodeTokens` joins back into the word. Numbers 0–99 are one token, larger ones
  * are spelled with digit tokens (`#0` … `#9`). Other characters are `<unk>`. So encoding loses
  * only case, whitespace and characters outside ASCII.
  */
@@ -15,7 +15,7 @@ export const VOCAB_VERSION = 1;
 
 /** structure tokens */
 export const SPECIAL_TOKENS = [
-  '<pad>', '<bos>', '<eos>', '<unk>', '<ep>', '<type>', '<goal>', '<sig>', '<hist>', '<act>', '<obs>', '<omit>', '<cut>',
+  '<pad>', '<bos>', '<eos>', '<unk>', '<ep>', '<type>', '<goal>', '<sig>', '<hist>', '<act>', '<obs>', '<omit>', '<cut>', '<w>',
   '<env:alfworld>', '<env:dbbench>', '<env:webshop>', '<env:other>',
   '<status:failed>', '<status:step_limit>', '<status:invalid_format>',
   '<sig:repeat>', '<sig:run>', '<sig:noop>', '<sig:invalid_format>', '<sig:sql_error>', '<sig:invalid_click>', '<sig:repeat_obs>',
@@ -94,6 +94,7 @@ export const PAD_ID = tokenId('<pad>');
 export const BOS_ID = tokenId('<bos>');
 export const EOS_ID = tokenId('<eos>');
 export const UNK_ID = tokenId('<unk>');
+const SPELL_START = tokenId('<w>');
 
 /** Encode free text (see the module comment for the rules). */
 export function encodeText(text: string): number[] {
@@ -104,6 +105,8 @@ export function encodeText(text: string): number[] {
     if (id !== undefined && !w.startsWith('<') && !w.startsWith('#')) {
       out.push(id);
     } else if (/^[a-z]+$/.test(w) || /^[0-9]+$/.test(w)) {
+      // <w> starts a spelled word, so two spelled words in a row stay apart
+      out.push(SPELL_START);
       for (const c of w) out.push(ID.get(`#${c}`)!);
     } else {
       out.push(ID.get(w) ?? UNK_ID);
@@ -120,6 +123,11 @@ export function decodeTokens(ids: readonly number[]): string {
     const t = VOCAB[id] ?? '<unk>';
     if (t.length === 2 && t.startsWith('#') && t !== '##') {
       spelled += t[1];
+      continue;
+    }
+    if (t === '<w>') {
+      if (spelled) parts.push(spelled);
+      spelled = '';
       continue;
     }
     if (spelled) parts.push(spelled);

@@ -1,0 +1,116 @@
+import test from 'ava';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EpisodeCache, listTasks } from '../../../actors/index.ts';
+import { init } from '../../../cluster/init.ts';
+import { patchHash, toPatch } from '../../../policies/harness/index.ts';
+import { MissingEvaluationError, buildSftDataset, extractPacket, formatPacket, makeBatches, packetHash, rewardGroup, rewardOf, type SftRow } from '../../../policies/engineer/index.ts';
+
+const target = 'sim/llama-3b';
+const episodes = listTasks('alfworld').slice(0, 20).flatMap((taskId) => [1, 2].map((seed) => ({ taskId, seed })));
+const HELPFUL = { rules: [{ hook: 'preAction', when: { pred: 'proposedRepeatsLast' }, effect: { type: 'block_and_prompt', message: 'Do not repeat the same action; you are stuck. Try something different.' } }] };
+// fires only on SQL errors: on ALFWorld it never changes a context
+const NOOP = { rules: [{ hook: 'preDecision', when: { pred: 'sqlError' }, effect: { type: 'hint', message: 'Fix the query.' } }] };
+
+test('reward - a no-op patch scores exactly 0 on paired seeds; a known-helpful one scores above 0; the base runs once', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const cache = new EpisodeCache(':memory:');
+    const spec = { env: 'alfworld', target, episodes, cache };
+    const noop = await rewardOf(rt.cluster, { ...spec, patch: NOOP });
+    t.true(noop.valid);
+    t.is(noop.delta, 0);
+    t.is(noop.base, noop.patched);
+    t.deepEqual(noop.won && [noop.won.gained, noop.won.lost], [0, 0]);
+    t.true(noop.base! > 0 && noop.base! < 1, `base success ${noop.base}`);
+    const size = cache.size();
+    const helpful = await rewardOf(rt.cluster, { ...spec, patch: HELPFUL });
+    t.true(helpful.valid);
+    t.true(helpful.delta > 0, `Δ ${helpful.delta}`);
+    t.is(helpful.base, noop.base);
+    t.is(helpful.patchHash, patchHash(toPatch(HELPFUL)));
+    // the base came from the cache: only the patched episodes were added
+    t.is(cache.size(), size + episodes.length);
+    // a group runs the base once and scores each patch
+    const g = await rewardGroup(rt.cluster, { ...spec, cache: null, patches: [NOOP, HELPFUL, { skills: 'oops' }] });
+    t.deepEqual(g.results.map((r) => (r.ok ? r.reward.delta : null)), [0, helpful.delta, 0]);
+    t.is(g.base.length, episodes.length);
+  } finally {
+    await rt.shutdown();
+  }
+});
+
+test('reward - an invalid patch scores 0 and is flagged with its issues, nothing runs', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const cache = new EpisodeCache(':memory:');
+    const r = await rewardOf(rt.cluster, { env: 'alfworld', target, episodes, cache, patch: { rules: [{ hook: 'init', effect: { type: 'block_and_prompt', message: 'x' } }] } });
+    t.false(r.valid);
+    t.is(r.delta, 0);
+    t.is(r.base, null);
+    t.regex(r.issues!.map((i) => i.path).join(' '), /rules\[0\]\.effect\.type/);
+    t.is(cache.size(), 0);
+    // a code hook that throws in the smoke episode is invalid too
+    const thrower = await rewardOf(rt.cluster, { env: 'alfworld', target, episodes, cache, patch: { code: [{ hook: 'preDecision', source: 'function hook(ctx, nb) { throw new Error("boom"); }' }] } });
+    t.false(thrower.valid);
+    t.is(thrower.issues![0]!.code, 'PATCH_SMOKE');
+  } finally {
+    await rt.shutdown();
+  }
+});
+
+test('reward - a target that fails is a missing evaluation (typed error), not a 0', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const e = await t.throwsAsync(rewardOf(rt.cluster, { env: 'alfworld', target: 'sim/no-such-profile', episodes: episodes.slice(0, 2), cache: null, patch: HELPFUL }, { rollout: { retries: 0 } }), { instanceOf: MissingEvaluationError });
+    t.is(e!.side, 'base');
+    t.is(e!.code, 'ENGINEER_EVAL_FAILED');
+    t.regex(e!.message, /not 0/);
+  } finally {
+    await rt.shutdown();
+  }
+});
+
+test('sft - rows carry provenance and only non-regressive proposals; the JSONL file holds exactly the rows', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'hr1-sft-'));
+    const out = join(dir, 'sft.jsonl');
+    const batches = makeBatches('alfworld', { count: 2, size: 12, seed: 3 });
+    t.is(batches.length, 2);
+    t.deepEqual(makeBatches('alfworld', { count: 2, size: 12, seed: 3 }), batches);
+    const phases: string[] = [];
+    const cache = new EpisodeCache(':memory:');
+    // minDelta 0.05: non-regressive and at least one episode gained out of 12
+    const { rows, summary } = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, out, cache, teacherSeed: 7, minDelta: 0.05, onProgress: (p) => phases.push(p.phase) });
+    t.is(summary.proposals, 8);
+    t.is(summary.kept, rows.length);
+    t.true(summary.valid >= summary.kept);
+    t.true(rows.length > 0);
+    t.true(phases.includes('verify') && phases[phases.length - 1] === 'done');
+    for (const r of rows) {
+      t.true(r.delta >= 0.05);
+      t.is(r.target, target);
+      t.is(r.env, 'alfworld');
+      const b = batches.findIndex((x) => JSON.stringify(x) === JSON.stringify(r.batch));
+      t.true(b >= 0);
+      t.is(r.teacher.seed, 7 + b);
+      t.is(r.packetHash, packetHash(r.packet));
+      t.is(r.patchHash, patchHash(toPatch(r.patch)));
+      t.true(Math.abs(r.delta - (r.patched - r.base)) < 1e-12);
+    }
+    const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as SftRow);
+    t.deepEqual(lines, JSON.parse(JSON.stringify(rows)));
+    // the stored packet renders to the same text as a fresh extraction of the batch's base rollout
+    t.true(formatPacket(lines[0]!.packet).startsWith('# failure packet v1'));
+    // every proposal scored below the threshold was left out
+    t.is(summary.meanDeltaKept, rows.reduce((n, r) => n + r.delta, 0) / rows.length);
+    // same inputs → same dataset (served from the cache this time)
+    const again = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, teacherSeed: 7, minDelta: 0.05 });
+    t.deepEqual(again.rows, rows);
+    t.is(extractPacket([]).episodes.length, 0);
+  } finally {
+    await rt.shutdown();
+  }
+});

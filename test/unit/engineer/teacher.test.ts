@@ -1,0 +1,90 @@
+import test from 'ava';
+import { canonicalJson, toPatch, parsePatch } from '../../../policies/harness/index.ts';
+import { diagnose, engineerPrompt, extractPacket, formatPacket, openAIEngineerFromSpec, parseEngineerReply, teacherPropose, EngineerError } from '../../../policies/engineer/index.ts';
+import { scriptedBackend, startServer } from '../../../policies/targets/serve.ts';
+import { record, steps } from './helpers.ts';
+
+function packet(env = 'alfworld') {
+  const loop = steps(Array.from({ length: 20 }, () => ['go to diningtable 1', 'On the diningtable 1, you see a box 1.'] as [string, string]));
+  const noop = steps([
+    ['go to drawer 1', 'The drawer 1 is closed.'],
+    ['take mug 1 from drawer 1', 'Nothing happens.'],
+    ['I will think about it', 'Nothing happens.'],
+  ], { invalid: [3] });
+  return extractPacket([
+    record('a', 'pick_and_place_simple', { env, steps: loop, status: 'step_limit', end: 'step_limit' }),
+    record('b', 'look_at_obj_in_light', { env, steps: noop }),
+    record('c', 'look_at_obj_in_light', { env, reward: 1 }),
+  ]);
+}
+
+test('teacher - reads the signals: loops, no-ops, invalid formats, step limit', (t) => {
+  const kinds = diagnose(packet()).map((f) => f.kind);
+  for (const k of ['loop', 'noop', 'invalid_format', 'step_limit'] as const) t.true(kinds.includes(k), k);
+  t.false(kinds.includes('sql_error'));
+  const sql = extractPacket([record('v0.2/dev/1', 'ranking', { env: 'dbbench', steps: steps([['Action: Operation', "1146 (42S02): Table 'x' doesn't exist"], ['Action: Operation', 'ok']], { sql: [1] }) })]);
+  t.true(diagnose(sql).some((f) => f.kind === 'sql_error'));
+});
+
+test('teacher - K distinct proposals, each a valid patch; deterministic given (packet, seed); seeds differ', (t) => {
+  const p = packet();
+  const a = teacherPropose(p, { k: 6, seed: 1 });
+  t.is(a.length, 6);
+  t.is(new Set(a.map((x) => x.hash)).size, 6);
+  for (const x of a) {
+    t.notThrows(() => toPatch(x.patch));
+    t.true(parsePatch(x.patch).ok);
+    t.true(x.rationale.length > 0);
+  }
+  t.is(canonicalJson(teacherPropose(p, { k: 6, seed: 1 })), canonicalJson(a));
+  const b = teacherPropose(p, { k: 6, seed: 2 });
+  t.notDeepEqual(b.map((x) => x.hash), a.map((x) => x.hash));
+  // over a few seeds the teacher uses every mechanism
+  const all = [1, 2, 3, 4].flatMap((seed) => teacherPropose(p, { k: 6, seed }));
+  t.true(all.some((x) => (x.patch.skills?.length ?? 0) > 0));
+  t.true(all.some((x) => x.patch.rules?.some((r) => r.hook === 'preAction' && r.effect.type === 'block_and_prompt' && JSON.stringify(r.when).includes('proposedRepeatsLast'))));
+  t.true(all.some((x) => x.patch.rules?.some((r) => r.hook === 'postFeedback' && r.effect.type === 'inject_hint')));
+  t.true(all.some((x) => x.patch.rules?.some((r) => r.hook === 'preDecision' && JSON.stringify(r.when).includes('stepLimitNear'))));
+  t.true(all.some((x) => (x.patch.code?.length ?? 0) > 0));
+  // a packet without failures gets nothing
+  t.deepEqual(teacherPropose(extractPacket([record('c', 'x', { reward: 1 })]), { k: 4 }), []);
+});
+
+test('teacher - env-specific skills: the output format for DBBench names its protocol', (t) => {
+  const p = extractPacket([record('v0.2/dev/2', 'ranking', { env: 'dbbench', end: 'agent_validation_failed', steps: steps([['the answer is 3', '']], { invalid: [1] }) })]);
+  const texts = [1, 2, 3].flatMap((seed) => teacherPropose(p, { k: 4, seed })).flatMap((x) => x.patch.skills ?? []);
+  t.true(texts.some((s) => s.includes('Action: Operation')));
+});
+
+test('openai engineer - a real local server: a valid JSON patch is a candidate, garbage and schema errors are invalid and reported', async (t) => {
+  const good = { skills: ['Do not repeat the same action.'], rules: [{ hook: 'preAction', when: { pred: 'proposedRepeatsLast' }, effect: { type: 'block_and_prompt', message: 'Try something different.' } }] };
+  const backend = scriptedBackend([
+    `Here is my patch:\n\`\`\`json\n${JSON.stringify(good)}\n\`\`\``,
+    'I cannot help with that.',
+    JSON.stringify({ rules: [{ hook: 'preAction', effect: { type: 'explode' } }] }),
+  ]);
+  const server = await startServer({ backend });
+  try {
+    const eng = openAIEngineerFromSpec(`openai:${server.url}#editor`, { client: { maxRetries: 0 } });
+    const p = packet();
+    const c = await eng.propose(p, { k: 3, seed: 5 });
+    t.is(c.length, 3);
+    t.true(c[0]!.ok);
+    if (c[0]!.ok) t.deepEqual(c[0]!.patch, toPatch(good));
+    t.false(c[1]!.ok);
+    if (!c[1]!.ok) t.is(c[1]!.issues[0]!.code, 'PATCH_JSON');
+    t.false(c[2]!.ok);
+    if (!c[2]!.ok) t.regex(c[2]!.issues.map((i) => i.path).join(' '), /rules\[0\]\.effect/);
+    // the prompt carries the packet text and the contract; seeds go on the wire
+    const req = backend.requests[0]!;
+    t.is(req.model, 'editor');
+    t.true(String(req.messages[1]!.content).includes(formatPacket(p)));
+    t.regex(String(req.messages[0]!.content), /block_and_prompt/);
+    t.deepEqual(backend.requests.map((r) => r.seed), [5, 6, 7]);
+    t.deepEqual(engineerPrompt(p), req.messages.map((m) => ({ role: m.role, content: m.content })));
+  } finally {
+    await server.close();
+  }
+  t.throws(() => openAIEngineerFromSpec('sim/qwen-3b'), { instanceOf: EngineerError, message: /openai:<base-url>#<model>/ });
+  t.false(parseEngineerReply('{"skills": "not a list"}').ok);
+});
