@@ -29,7 +29,7 @@ export class LearnerDiedError extends Hr1Error {
     stderrTail: string,
     fields: Hr1ErrorFields = {},
   ) {
-    super('LEARNER_DIED', `the learner process died during ${op} (${signal ? `signal ${signal}` : `exit code ${exitCode}`})${stderrTail ? `; its last stderr: ${stderrTail.trim().slice(-600)}` : ''}`, { retryable: true, ...fields, data: { op, exitCode, signal, stderr: stderrTail, ...fields.data } });
+    super('LEARNER_DIED', `the learner process died ${op === 'idle' ? 'while idle' : `during ${op}`} (${signal ? `signal ${signal}` : `exit code ${exitCode}`})${stderrTail ? `; its last stderr: ${stderrTail.trim().slice(-600)}` : ''}`, { retryable: true, ...fields, data: { op, exitCode, signal, stderr: stderrTail, ...fields.data } });
   }
 }
 

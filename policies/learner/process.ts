@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Packr } from 'msgpackr';
+import type { GrpoInput } from './grpo.ts';
 import { LearnerDependencyError, LearnerDiedError, LearnerOpError, LearnerProtocolError, LearnerTimeoutError } from './errors.ts';
 
 /** Debian's torch lives only under the system python. @default '/usr/bin/python3' */
@@ -370,7 +371,7 @@ export class LearnerProcess {
     return this.call('set_reference');
   }
   /** The pure GRPO math of grpo.py on the given per-token values (float64), for cross-checks. */
-  grpoMath(a: { logprobs: number[][]; oldLogprobs: number[][]; rewards: number[]; groupIds: (string | number)[]; epsLow?: number; epsHigh?: number; clipC?: number; klCoef?: number; refLogprobs?: number[][] }): Promise<{ advantages: number[]; ratio: number[][]; perTokenLoss: number[][]; pgLoss: number; clipFrac: number; dualClipFrac: number; kl: number; loss: number }> {
+  grpoMath(a: GrpoInput): Promise<{ advantages: number[]; ratio: number[][]; perTokenLoss: number[][]; pgLoss: number; clipFrac: number; dualClipFrac: number; kl: number; loss: number }> {
     return this.call('grpo_math', a);
   }
   /** ONNX (opset 17): input_ids [B, T] int64 → logits [B, T, V] float32, both axes dynamic. */
