@@ -4,9 +4,9 @@
  * within a VOCAB_VERSION (append-only across versions).
  *
  * Text is lower-cased and split into words ([a-z]+), numbers ([0-9]+) and single symbols.
- * A word in the vocabulary is one token; any other word is spelled with letter tokens (`<w>` then
- * `#a` … `#z`), which `decodeTokens` joins back into the word. Numbers 0–99 are one token, larger ones
- * are spelled with digit tokens (`#0` … `#9`). Other characters are `<unk>`. So encoding loses
+ * A word in the vocabulary is one token; any other word or number is `<w>` then its spelling
+ * (`#a` … `#z`, `#0` … `#9`), which `decodeTokens` joins back. Numbers 0–99 are one token.
+ * Other characters are `<unk>`. So encoding loses
  * only case, whitespace and characters outside ASCII.
  */
 import type { Packet, PacketEpisode, PacketStatus } from './packet.ts';
