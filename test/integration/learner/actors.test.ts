@@ -1,4 +1,7 @@
 import test from 'ava';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Learner } from '../../../actors/learner.ts';
 import { EngineerSampler, registerGrammar } from '../../../actors/sampler.ts';
 import { Hr1Error } from '../../../cluster/errors.ts';
@@ -76,7 +79,16 @@ test.serial('actors - a learner process killed mid-op fails that op with LEARNER
   const again = await learner.info(null);
   t.is(again.restarts, 2);
   t.is(again.step, next.step);
+
+  // a new learner resumes from a saved checkpoint
+  const saved = await learner.save({ path: join(tmpdir(), `hr1-resume-${process.pid}.pt`) });
   await rt.cluster.kill(learner);
+  const resumed = await rt.cluster.spawn(Learner, { model: CONFIG, resume: saved.path, device: 'cpu', objectPrefix: 'eng2r' });
+  const ri = await resumed.info(null);
+  t.is(ri.step, next.step);
+  t.is(ri.lastOnnx?.name, `eng2r/step-${next.step}.onnx`);
+  await rt.cluster.kill(resumed);
+  rmSync(saved.path, { force: true });
 });
 
 test.serial('actors - the sampler applies a registered grammar and refuses an unknown one', async (t) => {

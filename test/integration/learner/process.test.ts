@@ -56,17 +56,21 @@ test.serial('learner - a GRPO step with hand-set rewards moves the rewarded comp
   t.true(after[1]! < before[1]!, `unrewarded: ${before[1]} → ${after[1]}`);
 });
 
-test.serial('learner - GRPO with given old log-probs, a KL reference and equal rewards: zero advantage, KL > 0 only after moving', async (t) => {
+test.serial('learner - GRPO with equal rewards: zero advantage; the k3 KL to the reference is 0 there and > 0 once the policy moved', async (t) => {
   await lp.init({ config: CONFIG, seed: 3 });
   await lp.setReference();
   const b = copyBatch(4, 5, 2);
   const old = (await lp.logprobs(b)).logprobs;
-  const r = await lp.grpoStep({ ...b, oldLogprobs: old, rewards: [1, 1, 0, 0], groupIds: ['a', 'a', 'b', 'b'], config: { klCoef: 0.1, updateIters: 2 } });
-  t.deepEqual(r.advantages, [0, 0, 0, 0]);
-  t.true(Math.abs(r.iters[0]!.kl) < 1e-6);
-  t.true(Math.abs(r.iters[0]!.pgLoss) < 1e-9);
-  // with zero advantages only the KL gradient acts: it is zero at the reference, so nothing moves
-  t.true(r.iters[1]!.kl < 1e-6);
+  const at = await lp.grpoStep({ ...b, oldLogprobs: old, rewards: [1, 1, 0, 0], groupIds: ['a', 'a', 'b', 'b'], config: { klCoef: 0.1 } });
+  t.deepEqual(at.advantages, [0, 0, 0, 0]);
+  t.true(Math.abs(at.iters[0]!.kl) < 1e-6);
+  t.true(Math.abs(at.iters[0]!.pgLoss) < 1e-9);
+  // move away from the reference, then only the KL term acts and pulls back
+  for (let i = 0; i < 5; i++) await lp.sftStep({ ...b, lr: 3e-3 });
+  const moved = await lp.grpoStep({ ...b, rewards: [1, 1, 0, 0], groupIds: ['a', 'a', 'b', 'b'], config: { klCoef: 1, updateIters: 3, lr: 3e-3 } });
+  t.true(moved.iters[0]!.kl > 1e-3, `kl ${moved.iters[0]!.kl}`);
+  t.true(moved.iters[2]!.kl < moved.iters[0]!.kl, `kl ${moved.iters.map((x) => x.kl).join(' → ')}`);
+  t.is(moved.iters[0]!.loss, moved.iters[0]!.pgLoss + moved.iters[0]!.kl);
 });
 
 test.serial('learner - same seed and same steps give the same losses and log-probs (deterministic on the CPU)', async (t) => {
