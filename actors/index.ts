@@ -1,9 +1,11 @@
 /**
  * The project's actor roles. Every node imports this module so that it can host any of them.
- * EngineerSampler, Learner and Validator land here with their issues.
+ * The Validator lands here with its issue.
  */
 export { TargetActor, EpisodeRecordSchema, RolloutChunkSchema, runEpisodes, DEFAULT_EPISODE_CONCURRENCY, type EpisodeRef, type RolloutChunk } from './target.ts';
 export { rollout, targetGroup, rolloutKeys, summarizeRecords, type RolloutOptions, type RolloutResult, type RolloutSpec } from './rollout.ts';
 export { EpisodeCache, episodeKey, DEFAULT_CACHE_PATH, type EpisodeKey } from './cache.ts';
 export { listTasks, envFactory, ENV_NAMES, DEFAULT_SPLIT, type EnvName, type EnvOptions } from './envs.ts';
 export { makeModel } from './models.ts';
+export { Learner } from './learner.ts';
+export { EngineerSampler } from './sampler.ts';

@@ -16,6 +16,13 @@ missing=()
 for bin in "${!NEED[@]}"; do
   if ! command -v "$bin" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$bin" ]; then missing+=("${NEED[$bin]}"); fi
 done
+# the learner's torch side runs under Debian's python (see docs/LEARNER.md); OpenBLAS makes it ~17x faster
+if ! /usr/bin/python3 -c "import torch, onnx, numpy, msgpack" >/dev/null 2>&1; then
+  missing+=(python3-torch python3-onnx python3-numpy python3-msgpack)
+fi
+if ! ls /usr/lib/x86_64-linux-gnu/openblas-pthread/ >/dev/null 2>&1 && ! ls /usr/lib/*/openblas-pthread/ >/dev/null 2>&1; then
+  missing+=(libopenblas0-pthread)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
