@@ -9,3 +9,4 @@ export { listTasks, envFactory, ENV_NAMES, DEFAULT_SPLIT, type EnvName, type Env
 export { makeModel } from './models.ts';
 export { Learner } from './learner.ts';
 export { EngineerSampler } from './sampler.ts';
+import './grammars.ts';

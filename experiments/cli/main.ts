@@ -216,6 +216,37 @@ sim
     await simTable(o);
   });
 
+addClusterOptions(
+  program
+    .command('train')
+    .description('train the built-in engineer: cold-start SFT on verified teacher patches, then GRPO (Δ_B rewards)')
+    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']))
+    .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED)')
+    .option('--config <file>', 'a YAML config (see experiments/configs/train.default.yaml); flags override it')
+    .option('--iterations <n>', 'GRPO iterations', parsePositiveInt('--iterations'))
+    .option('--seed <n>', 'seed', (v) => Number(v))
+    .option('--out <dir>', 'run folder (default runs/train-<env>-<config hash>)')
+    .option('--in-process', 'use the in-process transport'),
+).action(async (o) => {
+  const { resolveTrainConfig, trainEngineer } = await import('../train.ts');
+  const cfg = resolveTrainConfig(o.config, { env: o.env, target: o.target, seed: o.seed, out: o.out, ...(o.iterations ? { grpo: undefined } : {}) });
+  if (o.iterations !== undefined) cfg.grpo.iterations = o.iterations;
+  const { init } = await import('../../cluster/init.ts');
+  const { authOf } = await import('./options.ts');
+  const rt = await init({ ...authOf(o), cluster: o.cluster, ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess ?? false });
+  try {
+    const r = await trainEngineer(rt.cluster, cfg);
+    const g = r.iterations.filter((x) => x.phase === 'grpo');
+    console.log(table(['phase', 'iterations', 'first', 'last'], [
+      ['sft loss', r.iterations.filter((x) => x.phase === 'sft').length, (r.iterations.find((x) => x.phase === 'sft')?.loss ?? NaN).toFixed(4), (r.sft.finalLoss ?? NaN).toFixed(4)],
+      ['grpo mean Δ', g.length, (g[0]?.meanDelta ?? NaN).toFixed(3), (g[g.length - 1]?.meanDelta ?? NaN).toFixed(3)],
+    ]));
+    console.log(`\nengineer: ${r.onnx} (ONNX), ${r.checkpoint} (torch); per-iteration log ${r.out}/iterations.jsonl; SFT rows ${r.sft.rows} (${r.sft.representable} used)`);
+  } finally {
+    await rt.shutdown();
+  }
+});
+
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 
 async function main(): Promise<void> {

@@ -7,7 +7,9 @@ export type EngineerErrorCode =
   | 'ENGINEER_BAD_OPTION'
   /** an env or target failure during a reward rollout: a missing evaluation, never a score */
   | 'ENGINEER_EVAL_FAILED'
-  | 'ENGINEER_UNKNOWN_BACKEND';
+  | 'ENGINEER_UNKNOWN_BACKEND'
+  /** a built-in engineer completion that is not a patch in the component language */
+  | 'ENGINEER_BAD_TOKENS';
 
 /** An error of the engineer layer; `field` names the offending path where there is one. */
 export class EngineerError extends Hr1Error {

@@ -58,14 +58,14 @@ export function diagnose(p: Packet): Finding[] {
 // ---------------------------------------------------------------- components
 
 /** A piece of a patch: one skill, rule or code hook, with the reason for it. */
-interface Component {
+export interface Component {
   skill?: string;
   rule?: Rule;
   code?: CodeHook;
   why: string;
 }
 
-type Env = 'alfworld' | 'dbbench' | 'webshop' | 'other';
+export type Env = 'alfworld' | 'dbbench' | 'webshop' | 'other';
 
 function envOf(p: Packet): Env {
   return p.env === 'alfworld' || p.env === 'dbbench' || p.env === 'webshop' ? p.env : 'other';
@@ -164,7 +164,7 @@ const STEP_CODE = `function hook(ctx, nb) {
 }`;
 
 /** The components a finding suggests, for one env. Each call draws one phrasing per component. */
-function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
+export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
   switch (f.kind) {
     case 'loop':
       return [

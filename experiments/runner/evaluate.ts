@@ -1,0 +1,185 @@
+/**
+ * The units experiments are made of: train batches and their failure packets (from the vanilla
+ * rollout), proposals (a method maps a packet to a patch), and evaluations (a patch on an env's
+ * held-out test episodes). Each evaluation is one row in the run folder; a row already there is
+ * not run again.
+ */
+import type { Cluster } from '../../cluster/client.ts';
+import { Rng } from '../../cluster/rng.ts';
+import { listTasks, rollout, type EnvOptions, type EpisodeRef } from '../../actors/index.ts';
+import { patchHash as hashOfPatch, toPatch, type EpisodeRecord } from '../../policies/harness/index.ts';
+import { extractPacket, makeBatches, packetHash, type Packet } from '../../policies/engineer/index.ts';
+import { ExpError } from './errors.ts';
+import type { Method, MethodOptions } from './methods.ts';
+import type { Progress } from './progress.ts';
+import type { ResultRow, RunDir } from './run-dir.ts';
+
+const EMPTY_PACKET: Packet = extractPacket([]);
+
+/** Where packets come from (train) and where patches are scored (test), per env. */
+export const SPLITS: Record<string, { train: string; test: string[] }> = {
+  alfworld: { train: 'valid_train', test: ['valid_seen'] },
+  dbbench: { train: 'v0.2/standard', test: ['v0.2/dev'] },
+  webshop: { train: 'train', test: ['dev', 'test'] },
+};
+
+/** The metrics reported per env; the first is the env's primary metric (used in averages). */
+export const ENV_METRICS: Record<string, ('success' | 'score')[]> = {
+  alfworld: ['success'],
+  webshop: ['score', 'success'],
+  dbbench: ['success'],
+};
+
+/** One episode's result: [taskId, seed, won (0/1), reward]. */
+export type Outcome = [string, number, 0 | 1, number];
+
+/** An evaluation row: a patch on one env's test episodes for one target. */
+export interface EvalRow extends ResultRow {
+  kind: 'eval';
+  env: string;
+  target: string;
+  method: string;
+  /** packet index, or null for a fixed patch */
+  packet: number | null;
+  /** the experiment's variant (ablation: `-init`; coevolve: the packets' target), '' if none */
+  variant: string;
+  patchHash: string;
+  patch: unknown;
+  packetHash: string | null;
+  /** episodes that ended in env_error/model_error (their reward counts as 0) */
+  errors: number;
+  outcomes: Outcome[];
+}
+
+/** Test tasks of an env: its test splits, `tasks` of them (or all) in a seeded shuffle. */
+export function testTasks(env: string, tasks: number | 'all', seed: number, envOptions: EnvOptions = {}): string[] {
+  const s = SPLITS[env];
+  if (!s) throw new ExpError('EXP_CONFIG', `envs: unknown env "${env}"; choose ${Object.keys(SPLITS).join(', ')}`, { path: 'envs' });
+  const all = s.test.flatMap((sp) => listTasks(env, sp, envOptions));
+  if (tasks === 'all' || tasks >= all.length) return all;
+  return new Rng(`test|${env}|${seed}`).shuffle(all).slice(0, tasks);
+}
+
+/** (task, seed) pairs, seed-major, for evaluation. */
+export function episodesOf(tasks: readonly string[], seeds: readonly number[]): EpisodeRef[] {
+  return seeds.flatMap((seed) => tasks.map((taskId) => ({ taskId, seed })));
+}
+
+/** Train batches of an env (its train split), batch i with episode seed `seed + i`. */
+export function trainBatches(env: string, o: { packets: number; batchSize: number; seed: number; envOptions?: EnvOptions }): EpisodeRef[][] {
+  const s = SPLITS[env];
+  if (!s) throw new ExpError('EXP_CONFIG', `envs: unknown env "${env}"`, { path: 'envs' });
+  return makeBatches(env, { count: o.packets, size: o.batchSize, split: s.train, seed: o.seed, ...(o.envOptions ? { envOptions: o.envOptions } : {}) });
+}
+
+export function outcomesOf(records: readonly EpisodeRecord[]): { outcomes: Outcome[]; errors: number } {
+  let errors = 0;
+  const outcomes = records.map((r): Outcome => {
+    if (r.outcome.status === 'env_error' || r.outcome.status === 'model_error') errors++;
+    return [r.taskId, r.seed, r.outcome.won ? 1 : 0, Math.round(r.outcome.reward * 1e6) / 1e6];
+  });
+  return { outcomes, errors };
+}
+
+export interface RolloutSettings {
+  /** target actor replicas (spread over nodes) */
+  replicas: number;
+  /** episodes per message */
+  chunk: number;
+}
+
+/** What the units of one experiment run share. */
+export class ExpRun {
+  private packets = new Map<string, Promise<{ packet: Packet; records: EpisodeRecord[]; episodes: EpisodeRef[] }>>();
+  ran = 0;
+  skipped = 0;
+
+  constructor(
+    readonly cluster: Cluster,
+    readonly run: RunDir,
+    readonly progress: Progress,
+    readonly rolloutSettings: RolloutSettings,
+    readonly envOptions: EnvOptions = {},
+    /** a hook the resumability test uses to stop a run part way */
+    readonly onUnitDone?: (key: string) => void,
+  ) {}
+
+  /** Vanilla rollout of a train batch (cached) and its failure packet. */
+  packet(env: string, target: string, batch: readonly EpisodeRef[]): Promise<{ packet: Packet; records: EpisodeRecord[]; episodes: EpisodeRef[] }> {
+    const k = `${env}|${target}|${JSON.stringify(batch)}`;
+    let p = this.packets.get(k);
+    if (!p) {
+      p = this.roll(env, target, null, batch).then((records) => ({ packet: extractPacket(records), records, episodes: [...batch] }));
+      this.packets.set(k, p);
+    }
+    return p;
+  }
+
+  async roll(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
+    const r = await rollout(this.cluster, { env, target, patch, episodes: [...episodes], envOptions: this.envOptions }, {
+      cache: this.run.cache,
+      replicas: this.rolloutSettings.replicas,
+      chunk: this.rolloutSettings.chunk,
+      onProgress: (p) => this.progress.episodes(p.done, p.total, p.cached),
+      log: (l) => this.progress.log(l),
+    });
+    return r.records;
+  }
+
+  /**
+   * One evaluation unit: skipped when its key is in the run folder; otherwise the patch (from
+   * `patch()`, which may propose from a packet) is rolled out on the test episodes and appended.
+   */
+  async evalUnit(u: { key: string; label: string; env: string; target: string; method: string; packet: number | null; variant?: string; episodes: readonly EpisodeRef[]; patch: () => Promise<{ patch: unknown; packetHash: string | null }> }): Promise<EvalRow> {
+    const have = this.run.get(u.key);
+    if (have) {
+      this.skipped++;
+      this.progress.done(u.label, { skipped: true, ran: 0, cached: 0, ms: 0 });
+      return have as EvalRow;
+    }
+    const t0 = performance.now();
+    this.progress.start(u.label, u.episodes.length);
+    const hits0 = this.run.cache.hits;
+    const { patch, packetHash: ph } = await u.patch();
+    const canonical = patch === null || patch === undefined ? null : toPatch(patch);
+    const records = await this.roll(u.env, u.target, canonical, u.episodes);
+    const { outcomes, errors } = outcomesOf(records);
+    const row: EvalRow = {
+      key: u.key,
+      kind: 'eval',
+      env: u.env,
+      target: u.target,
+      method: u.method,
+      packet: u.packet,
+      variant: u.variant ?? '',
+      patchHash: canonical ? hashOfPatch(canonical) : '',
+      patch: canonical,
+      packetHash: ph,
+      errors,
+      outcomes,
+    };
+    this.run.append(row);
+    this.ran++;
+    const cached = this.run.cache.hits - hits0;
+    this.progress.done(u.label, { skipped: false, ran: u.episodes.length - Math.min(cached, u.episodes.length), cached: Math.min(cached, u.episodes.length), ms: performance.now() - t0 });
+    this.onUnitDone?.(u.key);
+    return row;
+  }
+
+  /** A method's patch from packet `i` of `batches` (fixed methods ignore the packet). */
+  async propose(m: Method, o: { env: string; target: string; batch: readonly EpisodeRef[] | null; seed: number; options: MethodOptions }): Promise<{ patch: unknown; packetHash: string | null }> {
+    if (m.fixed || !o.batch) {
+      // a fixed method never reads the packet: it gets the empty one
+      const patch = await m.propose({ env: o.env, target: o.target, packet: EMPTY_PACKET, trainRecords: [], trainEpisodes: [], seed: o.seed, cluster: this.cluster, cache: this.run.cache, envOptions: this.envOptions, options: o.options });
+      return { patch, packetHash: null };
+    }
+    const { packet, records, episodes } = await this.packet(o.env, o.target, o.batch);
+    try {
+      const patch = await m.propose({ env: o.env, target: o.target, packet, trainRecords: records, trainEpisodes: episodes, seed: o.seed, cluster: this.cluster, cache: this.run.cache, envOptions: this.envOptions, options: o.options });
+      return { patch, packetHash: packetHash(packet) };
+    } catch (e) {
+      if (e instanceof ExpError) throw e;
+      throw new ExpError('EXP_METHOD_FAILED', `${m.name} failed to propose a patch for ${o.env} (${o.target}): ${(e as Error).message}`, { cause: e, data: { method: m.name, env: o.env } });
+    }
+  }
+}

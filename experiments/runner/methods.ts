@@ -1,0 +1,138 @@
+/**
+ * Methods: what maps a failure packet to a patch. Baselines ignore the packet and return a fixed
+ * patch; the prompted editor is the teacher; engineer methods are registered by the engineer's
+ * side with {@link registerMethod}. Until then the engineer rows say why they are missing.
+ */
+import type { Cluster } from '../../cluster/client.ts';
+import type { EpisodeCache, EnvOptions, EpisodeRef } from '../../actors/index.ts';
+import type { EpisodeRecord } from '../../policies/harness/index.ts';
+import { BASELINES } from '../../policies/targets/baselines.ts';
+import { rewardOf, teacherPropose, type Packet } from '../../policies/engineer/index.ts';
+import { ExpError } from './errors.ts';
+
+export type MethodKind = 'baseline' | 'editor' | 'engineer';
+
+/** Options every method sees (from the experiment's config). */
+export interface MethodOptions {
+  /** an engineer checkpoint or ONNX file, for engineer methods (`--engineer PATH`) */
+  engineer?: string | undefined;
+  /** the prompted editor: K proposals, and which one it submits */
+  editor: { k: number; select: 'first' | 'best-of-k' };
+}
+
+/** What `propose` gets: the packet and the train rollout it came from (never test episodes). */
+export interface MethodContext {
+  env: string;
+  target: string;
+  packet: Packet;
+  /** the vanilla records of the train batch the packet was extracted from */
+  trainRecords: readonly EpisodeRecord[];
+  trainEpisodes: readonly EpisodeRef[];
+  /** the unit's seed (experiment seed and packet index) */
+  seed: number;
+  /** for methods that validate candidates on the train batch */
+  cluster: Cluster;
+  cache: EpisodeCache | null;
+  envOptions: EnvOptions;
+  options: MethodOptions;
+}
+
+export interface Method {
+  /** a stable name: it keys results and rows (e.g. `engineer-grpo`) */
+  name: string;
+  kind: MethodKind;
+  /** the row label in reports. @default name */
+  label?: string;
+  /** bumps the unit keys when the method changes, so old results are not reused */
+  version?: string;
+  /** a fixed patch that ignores the packet: evaluated once per env and target, not per packet */
+  fixed?: boolean;
+  /** true, or the reason it cannot run now (shown in its row) */
+  available?: (o: MethodOptions) => true | string;
+  /** a patch (any JSON the patch schema accepts) or null for the unpatched harness */
+  propose(ctx: MethodContext): Promise<unknown | null>;
+}
+
+/** Why an engineer row is empty before an engineer is registered. */
+export const ENGINEER_MISSING = 'not available (engineer not trained: run hr1 train)';
+
+function fixed(name: string, label: string, patch: unknown): Method {
+  return { name, label, kind: 'baseline', fixed: true, propose: async () => patch };
+}
+
+function placeholder(name: string, label: string): Method {
+  return {
+    name,
+    label,
+    kind: 'engineer',
+    available: () => ENGINEER_MISSING,
+    propose: async () => {
+      throw new ExpError('EXP_METHOD_FAILED', `${name}: ${ENGINEER_MISSING}`);
+    },
+  };
+}
+
+/**
+ * The prompted editor (teacher): K proposals from the packet; `first` submits the first one,
+ * `best-of-k` reruns each on the packet's own train batch (paired seeds) and submits the one with
+ * the largest Δ (ties: the earlier one). Test episodes are never seen.
+ */
+export const PROMPTED_EDITOR: Method = {
+  name: 'prompted-editor',
+  label: 'prompted editor (teacher)',
+  kind: 'editor',
+  async propose(ctx) {
+    const props = teacherPropose(ctx.packet, { k: ctx.options.editor.k, seed: ctx.seed });
+    if (props.length === 0) return null;
+    if (ctx.options.editor.select === 'first' || props.length === 1) return props[0]!.patch;
+    let best = props[0]!.patch;
+    let bestDelta = -Infinity;
+    for (const p of props) {
+      const r = await rewardOf(ctx.cluster, { env: ctx.env, target: ctx.target, episodes: ctx.trainEpisodes, patch: p.patch, cache: ctx.cache, base: ctx.trainRecords, envOptions: ctx.envOptions });
+      if (r.valid && r.delta > bestDelta) {
+        bestDelta = r.delta;
+        best = p.patch;
+      }
+    }
+    return best;
+  },
+};
+
+function builtins(): Method[] {
+  return [
+    fixed('vanilla', 'vanilla', BASELINES.vanilla),
+    fixed('react', 'ReAct', BASELINES.react),
+    fixed('self-refine', 'Self-Refine', BASELINES.selfRefine),
+    PROMPTED_EDITOR,
+    placeholder('engineer-sft', 'engineer, SFT only'),
+    placeholder('engineer-grpo', 'engineer, SFT+GRPO'),
+  ];
+}
+
+const registry = new Map<string, Method>(builtins().map((m) => [m.name, m]));
+
+/** Add a method, or replace the one of the same name (e.g. the trained engineers). */
+export function registerMethod(m: Method): void {
+  if (!/^[a-z0-9][a-z0-9._-]*$/.test(m.name)) throw new ExpError('EXP_UNKNOWN_METHOD', `a method name is lower-case letters, digits, . _ - (got "${m.name}")`);
+  registry.set(m.name, m);
+}
+
+/** Put the built-in registry back (tests). */
+export function resetMethods(): void {
+  registry.clear();
+  for (const m of builtins()) registry.set(m.name, m);
+}
+
+export function methodNames(): string[] {
+  return [...registry.keys()];
+}
+
+export function getMethod(name: string, path = 'methods'): Method {
+  const m = registry.get(name);
+  if (!m) throw new ExpError('EXP_UNKNOWN_METHOD', `${path}: unknown method "${name}"; choose one of ${methodNames().join(', ')} (or registerMethod() it)`, { path, data: { name } });
+  return m;
+}
+
+export function methodAvailable(m: Method, o: MethodOptions): true | string {
+  return m.available ? m.available(o) : true;
+}

@@ -1,0 +1,236 @@
+/**
+ * `hr1 train`: the built-in engineer. Cold-start SFT on teacher proposals verified against the
+ * frozen target, then GRPO: per iteration a batch, its failure packet, K sampled patches, their
+ * rewards Δ_B on paired seeds, one learner update, a fresh ONNX export to the sampler.
+ */
+import { mkdirSync, writeFileSync, appendFileSync, readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import YAML from 'yaml';
+import type { Cluster } from '../cluster/client.ts';
+import { ConfigError } from '../cluster/errors.ts';
+import { Rng } from '../cluster/rng.ts';
+import { describeIssues } from '../cluster/codec.ts';
+import { EngineerSampler } from '../actors/sampler.ts';
+import { Learner } from '../actors/learner.ts';
+import { EpisodeCache, rollout } from '../actors/index.ts';
+import { buildSftDataset, extractPacket, makeBatches, rewardGroup, canonicalJson } from '../policies/engineer/train-deps.ts';
+import { BOS_ID, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PAD_ID, engineerPromptTokens, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
+
+export const TRAIN_SPLIT: Record<string, string> = { alfworld: 'valid_train', dbbench: 'v0.2/standard', webshop: 'train' };
+
+export const TrainConfigSchema = z
+  .object({
+    env: z.enum(['alfworld', 'dbbench', 'webshop']).default('alfworld'),
+    target: z.string().default('sim/llama-3b'),
+    seed: z.number().int().default(0),
+    /** tasks per batch B (the reference used 10) */
+    batchSize: z.number().int().min(2).max(200).default(10),
+    split: z.string().optional(),
+    model: z.object({ dModel: z.number().int().positive().default(128), nLayers: z.number().int().positive().default(2), nHeads: z.number().int().positive().default(4), maxLen: z.number().int().min(64).default(256) }).strict().default({ dModel: 128, nLayers: 2, nHeads: 4, maxLen: 256 }),
+    sft: z
+      .object({
+        batches: z.number().int().min(1).default(8),
+        k: z.number().int().min(1).max(16).default(4),
+        minDelta: z.number().default(0),
+        epochs: z.number().int().min(0).default(40),
+        batchSize: z.number().int().min(1).default(16),
+        lr: z.number().positive().default(3e-3),
+      })
+      .strict()
+      .default({ batches: 8, k: 4, minDelta: 0, epochs: 40, batchSize: 16, lr: 3e-3 }),
+    grpo: z
+      .object({
+        iterations: z.number().int().min(0).default(10),
+        k: z.number().int().min(2).max(64).default(8),
+        temperature: z.number().positive().default(0.7),
+        topP: z.number().gt(0).max(1).default(0.95),
+        epsLow: z.number().min(0).max(1).default(0.2),
+        epsHigh: z.number().min(0).default(0.28),
+        klCoef: z.number().min(0).default(0),
+        updateIters: z.number().int().min(1).default(2),
+        lr: z.number().positive().default(1e-3),
+      })
+      .strict()
+      .default({ iterations: 10, k: 8, temperature: 0.7, topP: 0.95, epsLow: 0.2, epsHigh: 0.28, klCoef: 0, updateIters: 2, lr: 1e-3 }),
+    out: z.string().optional(),
+  })
+  .strict();
+export type TrainConfig = z.output<typeof TrainConfigSchema>;
+
+/** Read a YAML config (optional) and merge CLI overrides; errors name the option path. */
+export function resolveTrainConfig(file: string | undefined, overrides: Record<string, unknown>): TrainConfig {
+  let base: unknown = {};
+  if (file) {
+    if (!existsSync(file)) throw new ConfigError('--config', `no config file at ${file}; pass a YAML file (see experiments/configs/train.default.yaml)`);
+    try {
+      base = YAML.parse(readFileSync(file, 'utf8')) ?? {};
+    } catch (e) {
+      throw new ConfigError('--config', `${file} is not valid YAML: ${(e as Error).message}`);
+    }
+  }
+  const merged = { ...(base as Record<string, unknown>), ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)) };
+  const r = TrainConfigSchema.safeParse(merged);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw new ConfigError(`config.${i.path.join('.')}`, `${i.message} (${describeIssues(r.error)})`);
+  }
+  return r.data;
+}
+
+export interface IterationLog {
+  iteration: number;
+  phase: 'sft' | 'grpo';
+  meanDelta?: number;
+  bestDelta?: number;
+  validRate?: number;
+  baseSuccess?: number;
+  loss?: number;
+  entropy?: number;
+  clipFrac?: number;
+  kl?: number;
+  ms: { rollout?: number; sampling?: number; validation?: number; update?: number; total: number };
+}
+
+export interface TrainResult {
+  out: string;
+  sft: { rows: number; representable: number; finalLoss: number | null };
+  iterations: IterationLog[];
+  /** the engineer after GRPO */
+  onnx: string;
+  /** the engineer after SFT only */
+  sftOnnx: string;
+  checkpoint: string;
+}
+
+function mean(xs: number[]): number {
+  return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
+}
+
+/** Train the built-in engineer on `cluster` (in-process or across nodes). */
+export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<TrainResult> {
+  const split = cfg.split ?? TRAIN_SPLIT[cfg.env]!;
+  const hash = createHash('sha256').update(canonicalJson(cfg)).digest('hex').slice(0, 10);
+  const out = cfg.out ?? join('runs', `train-${cfg.env}-${hash}`);
+  mkdirSync(join(out, 'checkpoints'), { recursive: true });
+  writeFileSync(join(out, 'config.json'), `${JSON.stringify(cfg, null, 2)}\n`);
+  const logFile = join(out, 'iterations.jsonl');
+  writeFileSync(logFile, '');
+  const cache = new EpisodeCache(join(out, 'episodes.sqlite'));
+  const simNote = cfg.target.startsWith('sim/') ? ' (SIMULATED target)' : '';
+  log(`hr1 train: ${cfg.env}, target ${cfg.target}${simNote}, batches of ${cfg.batchSize} from ${split}; run folder ${out}`);
+  const iterations: IterationLog[] = [];
+  const write = (it: IterationLog) => {
+    iterations.push(it);
+    appendFileSync(logFile, `${JSON.stringify(it)}\n`);
+  };
+  try {
+    // 1. cold-start data: teacher proposals verified on their batch, non-regressive ones kept
+    const t0 = performance.now();
+    const batches = makeBatches(cfg.env, { count: cfg.sft.batches, size: cfg.batchSize, split, seed: cfg.seed });
+    const ds = await buildSftDataset({ cluster, env: cfg.env, target: cfg.target, batches, k: cfg.sft.k, minDelta: cfg.sft.minDelta, teacherSeed: cfg.seed, out: join(out, 'sft.jsonl'), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
+    const pairs = ds.rows.map((r) => ({ prompt: engineerPromptTokens(r.packet), completion: patchToTokens(r.patch) })).filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
+    log(`  sft data: ${ds.rows.length} rows kept (${pairs.length} in the component language), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    // 2. the learner and a sampler
+    const learner = await cluster.spawn(Learner.options({ maxRestarts: 2 }), {
+      model: { vocabSize: ENGINEER_VOCAB_SIZE, dModel: cfg.model.dModel, nLayers: cfg.model.nLayers, nHeads: cfg.model.nHeads, maxLen: cfg.model.maxLen, padId: PAD_ID, bosId: BOS_ID, eosId: EOS_ID },
+      optim: { lr: cfg.sft.lr },
+      seed: cfg.seed,
+      checkpointDir: join(out, 'checkpoints'),
+      objectPrefix: `engineer-${hash}`,
+    });
+    const sampler = await cluster.spawn(EngineerSampler, { eosId: EOS_ID, maxLen: cfg.model.maxLen, grammar: 'patch' });
+    // 3. SFT epochs
+    const rng = new Rng(`sft|${cfg.seed}`);
+    let finalLoss: number | null = null;
+    for (let e = 0; e < cfg.sft.epochs && pairs.length > 0; e++) {
+      const t = performance.now();
+      const order = rng.shuffle(pairs);
+      const losses: number[] = [];
+      for (let i = 0; i < order.length; i += cfg.sft.batchSize) {
+        const mb = order.slice(i, i + cfg.sft.batchSize);
+        const r = await learner.sftStep({ prompts: mb.map((x) => x.prompt), completions: mb.map((x) => x.completion), lr: cfg.sft.lr }, { timeout: '10m' });
+        losses.push(r.loss);
+      }
+      finalLoss = mean(losses);
+      write({ iteration: e + 1, phase: 'sft', loss: finalLoss, ms: { update: performance.now() - t, total: performance.now() - t } });
+      if (e % 10 === 0 || e === cfg.sft.epochs - 1) log(`  sft epoch ${e + 1}/${cfg.sft.epochs}: loss ${finalLoss.toFixed(4)}`);
+    }
+    let onnx = await learner.export({});
+    await sampler.load({ object: onnx.name });
+    // the SFT-only engineer, kept for comparison with SFT+GRPO
+    const sftOnnx = join(out, 'engineer-sft.onnx');
+    writeFileSync(sftOnnx, await cluster.objects.get(onnx.name));
+    // 4. GRPO
+    for (let it = 1; it <= cfg.grpo.iterations; it++) {
+      const tIt = performance.now();
+      const [batch] = makeBatches(cfg.env, { count: 1, size: cfg.batchSize, split, seed: cfg.seed * 1000 + it + 7 });
+      const tR = performance.now();
+      const base = await rollout(cluster, { env: cfg.env, target: cfg.target, episodes: batch! }, { cache });
+      const baseSuccess = mean(base.records.map((r) => (r.outcome.won ? 1 : 0)));
+      const packet = extractPacket(base.records);
+      const msRollout0 = performance.now() - tR;
+      if (packet.episodes.length === 0) {
+        log(`  grpo ${it}/${cfg.grpo.iterations}: no failures in this batch; skipped`);
+        continue;
+      }
+      const prompt = engineerPromptTokens(packet);
+      const tS = performance.now();
+      const sampled = await sampler.sample({ prompts: [prompt], k: cfg.grpo.k, temperature: cfg.grpo.temperature, topP: cfg.grpo.topP, maxNewTokens: MAX_COMPLETION_TOKENS, seed: cfg.seed * 100_003 + it });
+      const msSampling = performance.now() - tS;
+      const group = sampled.completions[0]!;
+      const patches = group.map((c) => {
+        try {
+          return tokensToPatch(c.ids);
+        } catch {
+          return { rules: [{ hook: 'invalid' }] };
+        }
+      });
+      const tV = performance.now();
+      const rewards = await rewardGroup(cluster, { env: cfg.env, target: cfg.target, episodes: batch!, patches, cache, base: base.records });
+      const msValidation = performance.now() - tV;
+      const deltas = rewards.results.map((r) => (r.ok ? r.reward.delta : 0));
+      const valid = rewards.results.filter((r) => r.ok && r.reward.valid).length;
+      const tU = performance.now();
+      const upd = await learner.grpoStep(
+        {
+          prompts: group.map(() => prompt),
+          completions: group.map((c) => c.ids),
+          rewards: deltas,
+          groupIds: group.map(() => it),
+          oldLogprobs: group.map((c) => c.logprobs),
+          config: { epsLow: cfg.grpo.epsLow, epsHigh: cfg.grpo.epsHigh, klCoef: cfg.grpo.klCoef, updateIters: cfg.grpo.updateIters, temperature: cfg.grpo.temperature, lr: cfg.grpo.lr },
+        },
+        { timeout: '10m' },
+      );
+      onnx = await learner.export({});
+      await sampler.load({ object: onnx.name });
+      const msUpdate = performance.now() - tU;
+      const last = upd.iters[upd.iters.length - 1]!;
+      const rec: IterationLog = {
+        iteration: it,
+        phase: 'grpo',
+        meanDelta: mean(deltas),
+        bestDelta: Math.max(...deltas),
+        validRate: valid / group.length,
+        baseSuccess,
+        loss: last.loss,
+        entropy: last.entropy,
+        clipFrac: last.clipFrac,
+        kl: last.kl,
+        ms: { rollout: msRollout0, sampling: msSampling, validation: msValidation, update: msUpdate, total: performance.now() - tIt },
+      };
+      write(rec);
+      log(`  grpo ${it}/${cfg.grpo.iterations}: mean Δ ${rec.meanDelta!.toFixed(3)}, best Δ ${rec.bestDelta!.toFixed(3)}, valid ${(rec.validRate! * 100).toFixed(0)}%, entropy ${rec.entropy!.toFixed(3)}, clip ${rec.clipFrac!.toFixed(3)}, KL ${rec.kl!.toFixed(4)} | rollout ${(msRollout0 / 1000).toFixed(1)}s sample ${(msSampling / 1000).toFixed(1)}s validate ${(msValidation / 1000).toFixed(1)}s update ${(msUpdate / 1000).toFixed(1)}s`);
+    }
+    const ck = await learner.save({ path: join(out, 'engineer.pt') });
+    const onnxPath = join(out, 'engineer.onnx');
+    writeFileSync(onnxPath, await cluster.objects.get(onnx.name));
+    await cluster.kill(learner).catch(() => {});
+    await cluster.kill(sampler).catch(() => {});
+    return { out, sft: { rows: ds.rows.length, representable: pairs.length, finalLoss }, iterations, onnx: onnxPath, sftOnnx, checkpoint: ck.path };
+  } finally {
+    cache.close();
+  }
+}
