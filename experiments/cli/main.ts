@@ -247,6 +247,59 @@ addClusterOptions(
   }
 });
 
+const packetCmd = program.command('packet').description('failure packets: what the engineer reads');
+packetCmd
+  .command('show')
+  .description('roll a target out on a batch and print the failure packet (text, or tokens with --tokens)')
+  .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).default('alfworld'))
+  .option('--target <spec>', 'target', 'sim/llama-3b')
+  .option('--split <name>', 'task split')
+  .option('--tasks <n>', 'tasks in the batch', parsePositiveInt('--tasks'), 10)
+  .option('--seed <n>', 'batch seed', (v) => Number(v), 0)
+  .option('--tokens', 'print the built-in engineer\'s prompt tokens instead of the text')
+  .action(async (o) => {
+    const { init } = await import('../../cluster/init.ts');
+    const { rollout } = await import('../../actors/index.ts');
+    const eng = await import('../../policies/engineer/index.ts');
+    const rt = await init({ inProcess: true });
+    try {
+      const [batch] = eng.makeBatches(o.env, { count: 1, size: o.tasks, split: o.split, seed: o.seed });
+      const r = await rollout(rt.cluster, { env: o.env, target: o.target, episodes: batch! }, { cache: null });
+      const p = eng.extractPacket(r.records);
+      if (o.tokens) console.log(JSON.stringify(eng.engineerPromptTokens(p)));
+      else console.log(eng.formatPacket(p));
+      process.stderr.write(`packet ${eng.packetHash(p).slice(0, 16)}… of ${o.target}${o.target.startsWith('sim/') ? ' (SIMULATED)' : ''} on ${batch!.length} ${o.env} tasks\n`);
+    } finally {
+      await rt.shutdown();
+    }
+  });
+const sftCmd = program.command('sft').description('the cold-start SFT dataset');
+sftCmd
+  .command('build')
+  .description('teacher proposals verified against the frozen target (paired seeds); keep the non-regressive ones as JSONL with provenance')
+  .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).default('alfworld'))
+  .option('--target <spec>', 'target', 'sim/llama-3b')
+  .option('--split <name>', 'task split (default: the env\'s training split)')
+  .option('--batches <n>', 'batches', parsePositiveInt('--batches'), 8)
+  .option('--size <n>', 'tasks per batch', parsePositiveInt('--size'), 10)
+  .option('--k <n>', 'teacher proposals per packet', parsePositiveInt('--k'), 4)
+  .option('--min-delta <x>', 'keep proposals with Δ ≥ this', (v) => Number(v), 0)
+  .option('--seed <n>', 'seed', (v) => Number(v), 0)
+  .requiredOption('--out <file>', 'JSONL file to write')
+  .action(async (o) => {
+    const { init } = await import('../../cluster/init.ts');
+    const eng = await import('../../policies/engineer/index.ts');
+    const { TRAIN_SPLIT } = await import('../train.ts');
+    const rt = await init({ inProcess: true });
+    try {
+      const batches = eng.makeBatches(o.env, { count: o.batches, size: o.size, split: o.split ?? TRAIN_SPLIT[o.env], seed: o.seed });
+      const r = await eng.buildSftDataset({ cluster: rt.cluster, env: o.env, target: o.target, batches, k: o.k, minDelta: o.minDelta, teacherSeed: o.seed, out: o.out });
+      console.log(eng.formatSftSummary(r.summary));
+    } finally {
+      await rt.shutdown();
+    }
+  });
+
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 
 async function main(): Promise<void> {
