@@ -88,9 +88,16 @@ export interface RolloutSettings {
   chunk: number;
 }
 
+/** A failure packet and the vanilla train episodes it was extracted from. */
+export interface PacketSource {
+  packet: Packet;
+  records: EpisodeRecord[];
+  episodes: EpisodeRef[];
+}
+
 /** What the units of one experiment run share. */
 export class ExpRun {
-  private packets = new Map<string, Promise<{ packet: Packet; records: EpisodeRecord[]; episodes: EpisodeRef[] }>>();
+  private packets = new Map<string, Promise<PacketSource>>();
   ran = 0;
   skipped = 0;
 
@@ -105,7 +112,7 @@ export class ExpRun {
   ) {}
 
   /** Vanilla rollout of a train batch (cached) and its failure packet. */
-  packet(env: string, target: string, batch: readonly EpisodeRef[]): Promise<{ packet: Packet; records: EpisodeRecord[]; episodes: EpisodeRef[] }> {
+  packet(env: string, target: string, batch: readonly EpisodeRef[]): Promise<PacketSource> {
     const k = `${env}|${target}|${JSON.stringify(batch)}`;
     let p = this.packets.get(k);
     if (!p) {
@@ -166,17 +173,26 @@ export class ExpRun {
     return row;
   }
 
-  /** A method's patch from packet `i` of `batches` (fixed methods ignore the packet). */
-  async propose(m: Method, o: { env: string; target: string; batch: readonly EpisodeRef[] | null; seed: number; options: MethodOptions }): Promise<{ patch: unknown; packetHash: string | null }> {
-    if (m.fixed || !o.batch) {
-      // a fixed method never reads the packet: it gets the empty one
-      const patch = await m.propose({ env: o.env, target: o.target, packet: EMPTY_PACKET, trainRecords: [], trainEpisodes: [], seed: o.seed, cluster: this.cluster, cache: this.run.cache, envOptions: this.envOptions, options: o.options });
-      return { patch, packetHash: null };
-    }
-    const { packet, records, episodes } = await this.packet(o.env, o.target, o.batch);
+  /**
+   * A method's patch from a packet source (the vanilla train records it came from); fixed
+   * methods, or a null source, get the empty packet, which they never read.
+   */
+  async propose(m: Method, o: { env: string; target: string; source: PacketSource | null; seed: number; options: MethodOptions }): Promise<{ patch: unknown; packetHash: string | null }> {
+    const src = m.fixed ? null : o.source;
     try {
-      const patch = await m.propose({ env: o.env, target: o.target, packet, trainRecords: records, trainEpisodes: episodes, seed: o.seed, cluster: this.cluster, cache: this.run.cache, envOptions: this.envOptions, options: o.options });
-      return { patch, packetHash: packetHash(packet) };
+      const patch = await m.propose({
+        env: o.env,
+        target: o.target,
+        packet: src?.packet ?? EMPTY_PACKET,
+        trainRecords: src?.records ?? [],
+        trainEpisodes: src?.episodes ?? [],
+        seed: o.seed,
+        cluster: this.cluster,
+        cache: this.run.cache,
+        envOptions: this.envOptions,
+        options: o.options,
+      });
+      return { patch, packetHash: src ? packetHash(src.packet) : null };
     } catch (e) {
       if (e instanceof ExpError) throw e;
       throw new ExpError('EXP_METHOD_FAILED', `${m.name} failed to propose a patch for ${o.env} (${o.target}): ${(e as Error).message}`, { cause: e, data: { method: m.name, env: o.env } });

@@ -1,0 +1,245 @@
+/**
+ * What every experiment shares: the common options (seed, envs, test and train sizes, the
+ * editor, the engineer path, the bootstrap, rollouts, cluster), the run folder, the cluster, the
+ * progress, and writing the report. Each experiment adds its own options and plan.
+ */
+import { z } from 'zod';
+import { init } from '../../cluster/init.ts';
+import type { Cluster } from '../../cluster/client.ts';
+import { parseTargetSpec } from '../../policies/targets/spec.ts';
+import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts';
+import { ExpError } from '../runner/errors.ts';
+import { ExpRun, SPLITS, testTasks, type EvalRow } from '../runner/evaluate.ts';
+import { getMethod, methodAvailable, type Method, type MethodOptions } from '../runner/methods.ts';
+import { makeProgress, type ProgressMode } from '../runner/progress.ts';
+import { RUN_FILES, RunDir, type RunMeta } from '../runner/run-dir.ts';
+import { rowsToCsv } from '../report/data.ts';
+import { svgToPng } from '../report/plots.ts';
+
+export const ENVS = ['alfworld', 'dbbench', 'webshop'] as const;
+
+/** @default 0 */
+export const DEFAULT_SEED = 0;
+/** Test episodes per env: all tasks of the test splits, 2 seeds. */
+export const DEFAULT_TEST = { tasks: 'all' as number | 'all', seeds: [0, 1] };
+/** Packets per env, from train batches of 16 tasks. */
+export const DEFAULT_TRAIN = { packets: 3, batchSize: 16 };
+/** The prompted editor submits its first of 4 proposals. */
+export const DEFAULT_EDITOR: MethodOptions['editor'] = { k: 4, select: 'first' };
+/** 1000 seeded resamples, 95% intervals. */
+export const DEFAULT_BOOTSTRAP = { resamples: 1000, seed: 0, level: 0.95 };
+/** One target actor, 8 episodes a message. */
+export const DEFAULT_ROLLOUT = { replicas: 1, chunk: 8 };
+
+const posInt = z.number({ error: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer');
+const target = z.string().refine((s) => {
+  try {
+    parseTargetSpec(s);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must be a target spec: sim/<profile>, openai:<base-url>#<model> or lm/<name>');
+
+export const commonShape = {
+  /** a YAML file of options; other options override it */
+  config: z.string().optional(),
+  seed: z.number().int('must be an integer').nonnegative('must be ≥ 0').default(DEFAULT_SEED),
+  /** the run folder. @default runs/<exp>-<config hash> */
+  out: z.string().optional(),
+  envs: z.array(z.enum(ENVS, { error: `must be one of ${ENVS.join(', ')}` })).min(1, 'name at least one env').default([...ENVS]),
+  test: z
+    .strictObject({
+      tasks: z.union([posInt, z.literal('all')], { error: 'must be a positive integer or "all"' }).default(DEFAULT_TEST.tasks),
+      seeds: z.array(z.number().int('must be an integer').nonnegative('must be ≥ 0')).min(1, 'give at least one seed').default(DEFAULT_TEST.seeds),
+    })
+    .prefault({}),
+  train: z
+    .strictObject({
+      packets: posInt.default(DEFAULT_TRAIN.packets),
+      batchSize: z.number().int('must be an integer').min(10, 'a packet comes from 10 to 20 train tasks').max(20, 'a packet comes from 10 to 20 train tasks').default(DEFAULT_TRAIN.batchSize),
+    })
+    .prefault({}),
+  editor: z
+    .strictObject({
+      k: posInt.default(DEFAULT_EDITOR.k),
+      select: z.enum(['first', 'best-of-k'], { error: 'must be "first" or "best-of-k"' }).default(DEFAULT_EDITOR.select),
+    })
+    .prefault({}),
+  /** an engineer checkpoint/ONNX path for engineer methods */
+  engineer: z.string().optional(),
+  bootstrap: z
+    .strictObject({
+      resamples: z.number().int().min(100, 'use at least 100 resamples').default(DEFAULT_BOOTSTRAP.resamples),
+      seed: z.number().int().nonnegative().default(DEFAULT_BOOTSTRAP.seed),
+      level: z.number().gt(0.5, 'must be in (0.5, 1)').lt(1, 'must be in (0.5, 1)').default(DEFAULT_BOOTSTRAP.level),
+    })
+    .prefault({}),
+  rollout: z
+    .strictObject({ replicas: posInt.default(DEFAULT_ROLLOUT.replicas), chunk: posInt.default(DEFAULT_ROLLOUT.chunk) })
+    .prefault({}),
+  // where to run (not part of the config hash)
+  address: z.string().optional(),
+  inProcess: z.boolean().default(false),
+  cluster: z.string().default('default'),
+  user: z.string().optional(),
+  pass: z.string().optional(),
+  token: z.string().optional(),
+  creds: z.string().optional(),
+  progress: z.enum(['auto', 'bars', 'lines', 'silent']).default('auto'),
+};
+
+export { target as targetSchema, posInt };
+
+export type CommonOptions = z.output<z.ZodObject<typeof commonShape>>;
+
+/** Options that only say where and how to run: they change no number, so no hash. */
+const RUNTIME_KEYS = ['config', 'out', 'address', 'inProcess', 'cluster', 'user', 'pass', 'token', 'creds', 'progress', 'rollout', 'bootstrap'];
+
+/** Resolve an experiment's options: a config file under the given ones, then the schema. */
+export function resolveExp<S extends z.ZodType>(schema: S, input: unknown, name: string): z.output<S> {
+  return resolveOptions(schema, withConfigFile(input), name);
+}
+
+/** The part of the options that decides the results. */
+export function scienceOf(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([k, v]) => !RUNTIME_KEYS.includes(k) && v !== undefined));
+}
+
+export function defaultRunDir(exp: string, o: Record<string, unknown>): string {
+  return `runs/${exp}-${configHash({ exp, ...scienceOf(o) })}`;
+}
+
+/** How an experiment is run from code: a cluster to use, output, and a hook for tests. */
+export interface ExpIO {
+  /** use this cluster instead of starting one from the options */
+  cluster?: Cluster;
+  /** where the final table goes. @default console.log */
+  stdout?: (text: string) => void;
+  /** called after each completed unit (tests stop a run part way by throwing here) */
+  onUnitDone?: (key: string) => void;
+}
+
+/** A report: markdown for report.md, text for the terminal, charts by name. */
+export interface Report {
+  markdown: string;
+  text: string;
+  plots: { name: string; svg: string }[];
+}
+
+export interface ExpResult {
+  exp: string;
+  runDir: string;
+  /** units run now, and units found done in the run folder */
+  ran: number;
+  skipped: number;
+  ms: number;
+  meta: RunMeta;
+  rows: EvalRow[];
+  report: Report;
+}
+
+export function methodOptionsOf(o: CommonOptions): MethodOptions {
+  return { engineer: o.engineer, editor: o.editor };
+}
+
+/** Look up methods and their availability for run.json. */
+export function methodsMeta(names: readonly string[], o: CommonOptions, path = 'methods'): { methods: Method[]; meta: RunMeta['methods'] } {
+  const methods = names.map((n, i) => getMethod(n, `${path}[${i}]`));
+  return { methods, meta: methods.map((m) => ({ name: m.name, kind: m.kind, label: m.label ?? m.name, available: methodAvailable(m, methodOptionsOf(o)) })) };
+}
+
+export function simulatedOf(targets: readonly string[]): string[] {
+  return targets.filter((t) => parseTargetSpec(t).kind === 'sim');
+}
+
+export function splitsMeta(o: CommonOptions): RunMeta['splits'] {
+  const out: RunMeta['splits'] = {};
+  for (const env of o.envs) {
+    const s = SPLITS[env]!;
+    out[env] = { train: s.train, test: s.test, testTasks: testTasks(env, o.test.tasks, o.seed).length, seeds: o.test.seeds };
+  }
+  return out;
+}
+
+/** Write report.md, results.csv and plots (SVG and PNG) from a report and the rows. */
+export function writeReport(run: RunDir, meta: RunMeta, rows: readonly EvalRow[], report: Report): void {
+  run.writeFile(RUN_FILES.report, report.markdown);
+  run.writeFile(RUN_FILES.csv, rowsToCsv(meta.exp, rows));
+  for (const p of report.plots) {
+    run.writeFile(`${RUN_FILES.plots}/${p.name}.svg`, p.svg);
+    run.writeFile(`${RUN_FILES.plots}/${p.name}.png`, svgToPng(p.svg));
+  }
+}
+
+/** The lines every report starts with: what ran, on which targets, which are SIMULATED. */
+export function reportHeader(title: string, meta: RunMeta): string {
+  const sim = meta.simulated.length ? `SIMULATED targets: ${meta.simulated.join(', ')} (an env expert corrupted by failure modes; not language models).` : 'No simulated targets.';
+  const real = meta.targets.filter((t) => !meta.simulated.includes(t));
+  const splits = Object.entries(meta.splits)
+    .map(([env, s]) => `${env}: packets from ${s.train}, tested on ${s.test.join('+')} (${s.testTasks} tasks × seeds ${s.seeds.join(',')})`)
+    .join('; ');
+  const b = meta.config.bootstrap as { resamples: number; seed: number; level: number } | undefined;
+  return [
+    `# ${title}`,
+    '',
+    `**Targets:** ${meta.targets.join(', ')}. ${sim}${real.length ? ` Other targets: ${real.join(', ')}.` : ''}`,
+    '',
+    `**Splits:** ${splits}.`,
+    '',
+    `**Intervals:** ${Math.round((b?.level ?? 0.95) * 100)}% percentile bootstrap over tasks and seeds (tasks resampled, then seeds within each task; ${b?.resamples ?? 1000} resamples, seed ${b?.seed ?? 0}); Δ intervals resample paired differences (same task, same seed). Numbers are percentage points.`,
+    '',
+  ].join('\n');
+}
+
+/**
+ * Run an experiment: run folder, meta, cluster, progress; `plan` runs the units; `reporter`
+ * builds the report from the stored rows only (as `hr1 report` does).
+ */
+export async function runExperiment(
+  exp: string,
+  o: CommonOptions,
+  meta: Omit<RunMeta, 'kind' | 'exp' | 'config'>,
+  io: ExpIO,
+  plan: (x: ExpRun) => Promise<void>,
+  reporter: (meta: RunMeta, rows: EvalRow[]) => Report,
+): Promise<ExpResult> {
+  const t0 = performance.now();
+  const dir = o.out ?? defaultRunDir(exp, o as unknown as Record<string, unknown>);
+  const run = new RunDir(dir);
+  const config = { ...scienceOf(o as unknown as Record<string, unknown>), bootstrap: o.bootstrap };
+  const full: RunMeta = { kind: 'hr1-exp/1', exp, config, ...meta };
+  run.writeMeta(full);
+  const progress = makeProgress(o.progress as ProgressMode);
+  let rt: Awaited<ReturnType<typeof init>> | null = null;
+  let x: ExpRun | null = null;
+  try {
+    const cluster = io.cluster ?? (rt = await init({ ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess, cluster: o.cluster, user: o.user, pass: o.pass, token: o.token, creds: o.creds })).cluster;
+    if (rt) progress.log(`hr1 exp ${exp}: ${rt.note}; run folder ${dir}`);
+    if (full.simulated.length) progress.log(`SIMULATED targets: ${full.simulated.join(', ')}`);
+    x = new ExpRun(cluster, run, progress, o.rollout, {}, io.onUnitDone);
+    await plan(x);
+  } finally {
+    progress.stop();
+    if (rt) await rt.shutdown();
+    if (!x || x.ran + x.skipped === 0) run.close();
+  }
+  const rows = run.rows() as EvalRow[];
+  const report = reporter(full, rows);
+  writeReport(run, full, rows, report);
+  const ms = performance.now() - t0;
+  run.writeFile(RUN_FILES.timing, `${JSON.stringify({ ms: Math.round(ms), ran: x.ran, skipped: x.skipped }, null, 2)}\n`);
+  run.close();
+  (io.stdout ?? ((s: string) => console.log(s)))(report.text);
+  return { exp, runDir: dir, ran: x.ran, skipped: x.skipped, ms, meta: full, rows, report };
+}
+
+/** Fail early when an experiment's single method cannot run. */
+export function requireAvailable(meta: RunMeta['methods'][number], path: string): void {
+  if (meta.available !== true) throw new ExpError('EXP_CONFIG', `${path}: ${meta.name} is ${meta.available}; pick another method (e.g. prompted-editor)`, { path });
+}
+
+/** The unit key: everything that decides the unit's result. */
+export function unitKey(parts: Record<string, unknown>): string {
+  return `${String(parts.exp)}|${String(parts.env)}|${String(parts.target)}|${String(parts.method)}|${String(parts.packet ?? '-')}|${String(parts.variant ?? '')}|${configHash(parts, 12)}`;
+}

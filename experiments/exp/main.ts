@@ -1,0 +1,195 @@
+/**
+ * `hr1 exp main`: per env and on average, vanilla, ReAct, Self-Refine, the prompted editor and
+ * the engineer methods. Per env: packets from the vanilla rollout of train batches; each method
+ * proposes a patch from each packet (fixed baselines once); every patch is scored on the env's
+ * held-out test tasks × seeds, paired with vanilla on the same episodes.
+ */
+import { z } from 'zod';
+import { bootstrapStrata, meanStd, pairedDelta, type Interval } from '../report/bootstrap.ts';
+import { rowMean, taskSeedMatrix, type Metric } from '../report/data.ts';
+import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
+import { barChart } from '../report/plots.ts';
+import { ENV_METRICS, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import type { RunMeta } from '../runner/run-dir.ts';
+import { commonShape, methodOptionsOf, methodsMeta, reportHeader, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+
+/** The frozen target of the main table. @default 'sim/qwen-3b' (SIMULATED) */
+export const DEFAULT_MAIN_TARGET = 'sim/qwen-3b';
+/** Rows of the main table, in order. */
+export const DEFAULT_MAIN_METHODS = ['vanilla', 'react', 'self-refine', 'prompted-editor', 'engineer-sft', 'engineer-grpo'];
+
+export const ExpMainSchema = z.strictObject({
+  ...commonShape,
+  target: targetSchema.default(DEFAULT_MAIN_TARGET),
+  methods: z.array(z.string()).min(1, 'name at least one method').default(DEFAULT_MAIN_METHODS),
+});
+
+/** Options of `hr1 exp main` (input: every field optional; see the DEFAULT_* constants). */
+export type ExpMainInput = z.input<typeof ExpMainSchema>;
+export type ExpMainOptions = z.output<typeof ExpMainSchema>;
+
+export function resolveExpMain(input: unknown): ExpMainOptions {
+  return resolveExp(ExpMainSchema, input, 'main');
+}
+
+/** The paper's reference (frozen 9B target, average success). */
+export const PAPER_MAIN = {
+  ordering: 'Harness-R1 > prompted editors > vanilla > Self-Refine',
+  numbers: 'vanilla 44.3, Harness-R1 (SFT+GRPO) 53.6, prompted frontier editor 48.8, Self-Refine 41.8 (average success, frozen 9B target)',
+};
+
+/**
+ * Run `hr1 exp main`.
+ *
+ * @example
+ * await runExpMain({ config: 'experiments/configs/main.default.yaml' });
+ * await runExpMain({ envs: ['alfworld'], test: { tasks: 20, seeds: [0] }, train: { packets: 1 } }, { cluster });
+ */
+export async function runExpMain(input: ExpMainInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
+  const o = resolveExpMain(input);
+  const { methods, meta: mMeta } = methodsMeta(o.methods, o);
+  const mopts = methodOptionsOf(o);
+  return runExperiment(
+    'main',
+    o,
+    { targets: [o.target], simulated: simulatedOf([o.target]), methods: mMeta, splits: splitsMeta(o) },
+    io,
+    async (x) => {
+      const plan: (() => Promise<unknown>)[] = [];
+      for (const env of o.envs) {
+        const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed), o.test.seeds);
+        const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed });
+        methods.forEach((m, mi) => {
+          if (mMeta[mi]!.available !== true) return;
+          const packets = m.fixed ? [null] : batches.map((_, i) => i);
+          for (const p of packets) {
+            const batch = p === null ? null : batches[p]!;
+            const seed = o.seed * 1000 + (p ?? 0);
+            const key = unitKey({ exp: 'main', env, target: o.target, method: m.name, version: m.version ?? '', packet: p, episodes, batch, seed, editor: m.kind === 'editor' ? o.editor : null, engineer: m.kind === 'engineer' ? (o.engineer ?? null) : null });
+            plan.push(() =>
+              x.evalUnit({
+                key,
+                label: `${env} ${m.name}${p === null ? '' : ` packet ${p + 1}/${batches.length}`}`,
+                env,
+                target: o.target,
+                method: m.name,
+                packet: p,
+                episodes,
+                patch: async () => x.propose(m, { env, target: o.target, source: batch ? await x.packet(env, o.target, batch) : null, seed, options: mopts }),
+              }),
+            );
+          }
+        });
+      }
+      x.progress.total(plan.length);
+      for (const u of plan) await u();
+    },
+    reportMain,
+  );
+}
+
+const ENV_TITLE: Record<string, string> = { alfworld: 'ALFWorld', webshop: 'WebShop', dbbench: 'DBBench' };
+
+/** Columns of the main table: each env's metrics, in a fixed env order. */
+function columns(envs: readonly string[]): { env: string; metric: Metric; title: string }[] {
+  const order = ['alfworld', 'webshop', 'dbbench'].filter((e) => envs.includes(e));
+  return order.flatMap((env) => ENV_METRICS[env]!.map((metric) => ({ env, metric, title: `${ENV_TITLE[env]} ${metric}` })));
+}
+
+/** The main report, from stored rows only. */
+export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
+  const b = meta.config.bootstrap as { resamples: number; seed: number; level: number };
+  const envs = Object.keys(meta.splits);
+  const cols = columns(envs);
+  const primary = cols.filter((c) => c.metric === ENV_METRICS[c.env]![0]);
+  const target = meta.targets[0]!;
+  const rowsOf = (method: string, env: string) => rows.filter((r) => r.method === method && r.env === env && r.target === target);
+  const mat = (method: string, env: string, metric: Metric) => taskSeedMatrix(rowsOf(method, env), metric);
+  const boot = (seedLabel: string) => ({ resamples: b.resamples, level: b.level, seed: `${b.seed}|${seedLabel}` });
+
+  const cell: Record<string, Record<string, Interval | null>> = {};
+  const delta: Record<string, Record<string, Interval | null>> = {};
+  for (const m of meta.methods) {
+    cell[m.name] = {};
+    delta[m.name] = {};
+    for (const c of cols) {
+      const a = mat(m.name, c.env, c.metric);
+      const v = mat('vanilla', c.env, c.metric);
+      cell[m.name]![`${c.env}.${c.metric}`] = a ? bootstrapStrata([a], boot(`${m.name}|${c.env}|${c.metric}`)) : null;
+      delta[m.name]![`${c.env}.${c.metric}`] = a && v ? pairedDelta([a], [v], boot(`d|${m.name}|${c.env}|${c.metric}`)) : null;
+    }
+    // the average of the envs' primary metrics: envs are strata, each env's tasks resampled
+    const as = primary.map((c) => mat(m.name, c.env, c.metric));
+    const vs = primary.map((c) => mat('vanilla', c.env, c.metric));
+    const full = as.every((a) => a !== null);
+    cell[m.name]!.avg = full ? bootstrapStrata(as as number[][][], boot(`${m.name}|avg`)) : null;
+    delta[m.name]!.avg = full && vs.every((v) => v !== null) ? pairedDelta(as as number[][][], vs as number[][][], boot(`d|${m.name}|avg`)) : null;
+  }
+
+  const head = ['method', ...cols.map((c) => c.title), 'average'];
+  const tableRows = meta.methods.map((m) =>
+    m.available !== true ? [m.label, m.available as string, ...cols.map(() => '—')] : [m.label, ...cols.map((c) => fmtPct(cell[m.name]![`${c.env}.${c.metric}`])), fmtPct(cell[m.name]!.avg)],
+  );
+  const deltaRows = meta.methods
+    .filter((m) => m.available === true && m.name !== 'vanilla')
+    .map((m) => [m.label, ...cols.map((c) => fmtDelta(delta[m.name]![`${c.env}.${c.metric}`])), fmtDelta(delta[m.name]!.avg)]);
+
+  // spread across packets (methods that read packets)
+  const spreadRows: (string | number)[][] = [];
+  for (const m of meta.methods.filter((mm) => mm.available === true && mm.kind !== 'baseline')) {
+    for (const c of primary) {
+      const per = rowsOf(m.name, c.env).sort((a, z) => (a.packet ?? 0) - (z.packet ?? 0)).map((r) => rowMean(r, c.metric));
+      const ms = meanStd(per);
+      spreadRows.push([m.label, c.title, per.length, per.map((v) => (v * 100).toFixed(1)).join(', '), `${(ms.mean * 100).toFixed(1)} ± ${(ms.std * 100).toFixed(1)}`]);
+    }
+  }
+
+  const ranked = meta.methods.filter((m) => m.available === true && cell[m.name]!.avg).sort((a, z) => cell[z.name]!.avg!.mean - cell[a.name]!.avg!.mean);
+  const ordering = ranked.map((m) => `${m.label} ${(cell[m.name]!.avg!.mean * 100).toFixed(1)}`).join(' > ');
+  const missing = meta.methods.filter((m) => m.available !== true);
+  const md = [
+    reportHeader(`exp main: ${target}`, meta),
+    `**Protocol:** per env, ${(meta.config.train as { packets: number }).packets} failure packets, each from the vanilla rollout of a batch of ${(meta.config.train as { batchSize: number }).batchSize} train tasks; each method proposes one patch per packet (fixed baselines: one patch); each patch is scored on the held-out test tasks × seeds. A method's value per episode is its mean over its packets. Average = mean of the envs' primary metrics (${primary.map((c) => c.title).join(', ')}).`,
+    '',
+    '## Results (%, 95% CI)',
+    '',
+    mdTable(head, tableRows),
+    '',
+    '## Δ vs vanilla (points, paired on the same tasks and seeds)',
+    '',
+    mdTable(['method', ...cols.map((c) => c.title), 'average'], deltaRows),
+    '',
+    '## Spread across packets (primary metric per packet, %)',
+    '',
+    spreadRows.length ? mdTable(['method', 'metric', 'packets', 'per packet', 'mean ± sd'], spreadRows) : '(no packet-reading method ran)',
+    '',
+    '## Reference: the paper',
+    '',
+    `- Paper ordering: ${PAPER_MAIN.ordering}.`,
+    `- Paper numbers: ${PAPER_MAIN.numbers}.`,
+    `- Ours (average, ${target}${meta.simulated.includes(target) ? ', SIMULATED' : ''}): ${ordering || '(none)'}.`,
+    missing.length ? `- Not run: ${missing.map((m) => `${m.label} (${m.available})`).join('; ')}.` : '',
+    '',
+    '## Plots',
+    '',
+    '![primary metrics](plots/main-primary.svg)',
+    '',
+    '![delta vs vanilla](plots/main-delta.svg)',
+    '',
+  ].join('\n');
+
+  const avail = meta.methods.filter((m) => m.available === true);
+  const cats = [...primary.map((c) => ENV_TITLE[c.env]!), 'average'];
+  const plots = [
+    {
+      name: 'main-primary',
+      svg: barChart({ title: `exp main: ${target}${meta.simulated.includes(target) ? ' (SIMULATED)' : ''}`, subtitle: 'primary metric per env, 95% bootstrap CI', categories: cats, yName: '%', series: avail.map((m) => ({ name: m.label, values: [...primary.map((c) => cell[m.name]![`${c.env}.${c.metric}`] ?? null), cell[m.name]!.avg ?? null] })) }),
+    },
+    {
+      name: 'main-delta',
+      svg: barChart({ title: `Δ vs vanilla: ${target}${meta.simulated.includes(target) ? ' (SIMULATED)' : ''}`, subtitle: 'paired, points, 95% bootstrap CI', categories: cats, yName: 'points', series: avail.filter((m) => m.name !== 'vanilla').map((m) => ({ name: m.label, values: [...primary.map((c) => delta[m.name]![`${c.env}.${c.metric}`] ?? null), delta[m.name]!.avg ?? null] })) }),
+    },
+  ];
+  const text = [`exp main — target ${target}${meta.simulated.includes(target) ? ' (SIMULATED target)' : ''}; %, 95% bootstrap CI`, textTable(head, tableRows), '', `paper ordering: ${PAPER_MAIN.ordering}`, `ours (average): ${ordering}`].join('\n');
+  return { markdown: md, text, plots };
+}
