@@ -54,6 +54,8 @@ export const TrainConfigSchema = z
       })
       .strict()
       .default({ iterations: 10, k: 8, temperature: 0.7, topP: 0.95, epsLow: 0.2, epsHigh: 0.28, klCoef: 0, updateIters: 2, lr: 1e-3 }),
+    /** save a resumable checkpoint every N GRPO iterations */
+    checkpointEvery: z.number().int().min(1).default(2),
     out: z.string().optional(),
   })
   .strict();
@@ -108,19 +110,39 @@ function mean(xs: number[]): number {
   return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
 }
 
-/** Train the built-in engineer on `cluster` (in-process or across nodes). */
-export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<TrainResult> {
+interface ResumeState {
+  /** the last GRPO iteration whose update is in `checkpoint` */
+  iteration: number;
+  checkpoint: string;
+  configHash: string;
+}
+
+/**
+ * Train the built-in engineer on `cluster` (in-process or across nodes). With `resume`, a run
+ * folder that holds a checkpoint continues after its last checkpointed iteration; every
+ * iteration's batch and sampling seed derive from (seed, iteration), so the updates that follow
+ * are the ones the uninterrupted run makes (on the CPU).
+ */
+export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l: string) => void = (l) => process.stderr.write(`${l}\n`), opts: { resume?: boolean } = {}): Promise<TrainResult> {
   const split = cfg.split ?? TRAIN_SPLIT[cfg.env]!;
   const hash = createHash('sha256').update(canonicalJson(cfg)).digest('hex').slice(0, 10);
   const out = cfg.out ?? join('runs', `train-${cfg.env}-${hash}`);
   mkdirSync(join(out, 'checkpoints'), { recursive: true });
   writeFileSync(join(out, 'config.json'), `${JSON.stringify(cfg, null, 2)}\n`);
   const logFile = join(out, 'iterations.jsonl');
-  writeFileSync(logFile, '');
+  const stateFile = join(out, 'state.json');
+  let resume: ResumeState | undefined;
+  if (opts.resume) {
+    if (!existsSync(stateFile)) throw new ConfigError('--resume', `${out} has no checkpoint to resume from (no state.json); start the run without --resume`);
+    resume = JSON.parse(readFileSync(stateFile, 'utf8')) as ResumeState;
+    if (resume.configHash !== hash) throw new ConfigError('--resume', `the run in ${out} was made with another config (hash ${resume.configHash}, now ${hash}); resume with the same config`);
+  }
+  const kept = resume && existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as IterationLog).filter((x) => x.phase === 'sft' || x.iteration <= resume!.iteration) : [];
+  writeFileSync(logFile, kept.map((x) => `${JSON.stringify(x)}\n`).join(''));
   const cache = new EpisodeCache(join(out, 'episodes.sqlite'));
   const simNote = cfg.target.startsWith('sim/') ? ' (SIMULATED target)' : '';
   log(`hr1 train: ${cfg.env}, target ${cfg.target}${simNote}, batches of ${cfg.batchSize} from ${split}; run folder ${out}`);
-  const iterations: IterationLog[] = [];
+  const iterations: IterationLog[] = [...kept];
   const write = (it: IterationLog) => {
     iterations.push(it);
     appendFileSync(logFile, `${JSON.stringify(it)}\n`);
@@ -134,6 +156,8 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     log(`  sft data: ${ds.rows.length} rows kept (${pairs.length} in the component language), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     // 2. the learner and a sampler
     const learner = await cluster.spawn(Learner.options({ maxRestarts: 2 }), {
+      ...(resume ? { resume: resume.checkpoint } : {}),
+      exportOnUpdate: false,
       model: { vocabSize: ENGINEER_VOCAB_SIZE, dModel: cfg.model.dModel, nLayers: cfg.model.nLayers, nHeads: cfg.model.nHeads, maxLen: cfg.model.maxLen, padId: PAD_ID, bosId: BOS_ID, eosId: EOS_ID },
       optim: { lr: cfg.sft.lr },
       seed: cfg.seed,
@@ -143,8 +167,8 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     const sampler = await cluster.spawn(EngineerSampler, { eosId: EOS_ID, maxLen: cfg.model.maxLen, grammar: 'patch' });
     // 3. SFT epochs
     const rng = new Rng(`sft|${cfg.seed}`);
-    let finalLoss: number | null = null;
-    for (let e = 0; e < cfg.sft.epochs && pairs.length > 0; e++) {
+    let finalLoss: number | null = resume ? (kept.filter((x) => x.phase === 'sft').pop()?.loss ?? null) : null;
+    for (let e = 0; !resume && e < cfg.sft.epochs && pairs.length > 0; e++) {
       const t = performance.now();
       const order = rng.shuffle(pairs);
       const losses: number[] = [];
@@ -161,9 +185,13 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     await sampler.load({ object: onnx.name });
     // the SFT-only engineer, kept for comparison with SFT+GRPO
     const sftOnnx = join(out, 'engineer-sft.onnx');
-    writeFileSync(sftOnnx, await cluster.objects.get(onnx.name));
+    if (!resume) {
+      writeFileSync(sftOnnx, await cluster.objects.get(onnx.name));
+      const ck0 = await learner.save({ path: join(out, 'checkpoints', 'it-0.pt') });
+      writeFileSync(stateFile, JSON.stringify({ iteration: 0, checkpoint: ck0.path, configHash: hash } satisfies ResumeState));
+    } else log(`  resuming after GRPO iteration ${resume.iteration} from ${resume.checkpoint}`);
     // 4. GRPO
-    for (let it = 1; it <= cfg.grpo.iterations; it++) {
+    for (let it = (resume?.iteration ?? 0) + 1; it <= cfg.grpo.iterations; it++) {
       const tIt = performance.now();
       const [batch] = makeBatches(cfg.env, { count: 1, size: cfg.batchSize, split, seed: cfg.seed * 1000 + it + 7 });
       const tR = performance.now();
@@ -173,6 +201,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       const msRollout0 = performance.now() - tR;
       if (packet.episodes.length === 0) {
         log(`  grpo ${it}/${cfg.grpo.iterations}: no failures in this batch; skipped`);
+        write({ iteration: it, phase: 'grpo', meanDelta: 0, bestDelta: 0, validRate: 1, baseSuccess, ms: { rollout: msRollout0, total: performance.now() - tIt } });
         continue;
       }
       const prompt = engineerPromptTokens(packet);
@@ -222,6 +251,10 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         ms: { rollout: msRollout0, sampling: msSampling, validation: msValidation, update: msUpdate, total: performance.now() - tIt },
       };
       write(rec);
+      if (it % cfg.checkpointEvery === 0 || it === cfg.grpo.iterations) {
+        const ck = await learner.save({ path: join(out, 'checkpoints', `it-${it}.pt`) });
+        writeFileSync(stateFile, JSON.stringify({ iteration: it, checkpoint: ck.path, configHash: hash } satisfies ResumeState));
+      }
       log(`  grpo ${it}/${cfg.grpo.iterations}: mean Δ ${rec.meanDelta!.toFixed(3)}, best Δ ${rec.bestDelta!.toFixed(3)}, valid ${(rec.validRate! * 100).toFixed(0)}%, entropy ${rec.entropy!.toFixed(3)}, clip ${rec.clipFrac!.toFixed(3)}, KL ${rec.kl!.toFixed(4)} | rollout ${(msRollout0 / 1000).toFixed(1)}s sample ${(msSampling / 1000).toFixed(1)}s validate ${(msValidation / 1000).toFixed(1)}s update ${(msUpdate / 1000).toFixed(1)}s`);
     }
     const ck = await learner.save({ path: join(out, 'engineer.pt') });

@@ -226,6 +226,7 @@ addClusterOptions(
     .option('--iterations <n>', 'GRPO iterations', parsePositiveInt('--iterations'))
     .option('--seed <n>', 'seed', (v) => Number(v))
     .option('--out <dir>', 'run folder (default runs/train-<env>-<config hash>)')
+    .option('--resume', 'continue a killed run in its run folder from its last checkpoint (same config)')
     .option('--in-process', 'use the in-process transport'),
 ).action(async (o) => {
   const { resolveTrainConfig, trainEngineer } = await import('../train.ts');
@@ -235,7 +236,7 @@ addClusterOptions(
   const { authOf } = await import('./options.ts');
   const rt = await init({ ...authOf(o), cluster: o.cluster, ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess ?? false });
   try {
-    const r = await trainEngineer(rt.cluster, cfg);
+    const r = await trainEngineer(rt.cluster, cfg, undefined, { resume: o.resume ?? false });
     const g = r.iterations.filter((x) => x.phase === 'grpo');
     console.log(table(['phase', 'iterations', 'first', 'last'], [
       ['sft loss', r.iterations.filter((x) => x.phase === 'sft').length, (r.iterations.find((x) => x.phase === 'sft')?.loss ?? NaN).toFixed(4), (r.sft.finalLoss ?? NaN).toFixed(4)],

@@ -41,6 +41,26 @@ const target = z.string().refine((s) => {
   }
 }, 'must be a target spec: sim/<profile>, openai:<base-url>#<model> or lm/<name>');
 
+/** The test episodes option with an experiment's own defaults. */
+export function testSchema(d: { tasks: number | 'all'; seeds: number[] }) {
+  return z
+    .strictObject({
+      tasks: z.union([posInt, z.literal('all')], { error: 'must be a positive integer or "all"' }).default(d.tasks),
+      seeds: z.array(z.number().int('must be an integer').nonnegative('must be ≥ 0')).min(1, 'give at least one seed').default(d.seeds),
+    })
+    .prefault({});
+}
+
+/** The train packets option with an experiment's own defaults. */
+export function trainSchema(d: { packets: number; batchSize: number }) {
+  return z
+    .strictObject({
+      packets: posInt.default(d.packets),
+      batchSize: z.number().int('must be an integer').min(10, 'a packet comes from 10 to 20 train tasks').max(20, 'a packet comes from 10 to 20 train tasks').default(d.batchSize),
+    })
+    .prefault({});
+}
+
 export const commonShape = {
   /** a YAML file of options; other options override it */
   config: z.string().optional(),
@@ -48,18 +68,8 @@ export const commonShape = {
   /** the run folder. @default runs/<exp>-<config hash> */
   out: z.string().optional(),
   envs: z.array(z.enum(ENVS, { error: `must be one of ${ENVS.join(', ')}` })).min(1, 'name at least one env').default([...ENVS]),
-  test: z
-    .strictObject({
-      tasks: z.union([posInt, z.literal('all')], { error: 'must be a positive integer or "all"' }).default(DEFAULT_TEST.tasks),
-      seeds: z.array(z.number().int('must be an integer').nonnegative('must be ≥ 0')).min(1, 'give at least one seed').default(DEFAULT_TEST.seeds),
-    })
-    .prefault({}),
-  train: z
-    .strictObject({
-      packets: posInt.default(DEFAULT_TRAIN.packets),
-      batchSize: z.number().int('must be an integer').min(10, 'a packet comes from 10 to 20 train tasks').max(20, 'a packet comes from 10 to 20 train tasks').default(DEFAULT_TRAIN.batchSize),
-    })
-    .prefault({}),
+  test: testSchema(DEFAULT_TEST),
+  train: trainSchema(DEFAULT_TRAIN),
   editor: z
     .strictObject({
       k: posInt.default(DEFAULT_EDITOR.k),

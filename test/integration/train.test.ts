@@ -38,3 +38,32 @@ test('train - a bad config names the option path', (t) => {
   t.throws(() => resolveTrainConfig(undefined, { env: 'chess' }), { instanceOf: ConfigError, message: /config\.env/ });
   t.throws(() => resolveTrainConfig('/nonexistent.yaml', {}), { instanceOf: ConfigError, message: /no config file/ });
 });
+
+test('train - a run killed after a checkpoint resumes with --resume and makes the same updates', async (t) => {
+  const { hr1, waitFor } = await import('./processes.ts');
+  const { writeFileSync, mkdirSync } = await import('node:fs');
+  const dir = join(tmpdir(), `hr1-resume-${process.pid}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const cfgFile = join(dir, 'cfg.yaml');
+  writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 4, k: 4, temperature: 1.0 }\ncheckpointEvery: 2\n');
+  const args = (out: string) => ['train', '--config', cfgFile, '--in-process', '--out', out];
+  const full = hr1(args(join(dir, 'full')));
+  t.is(await full.exited, 0, full.out());
+  const cut = hr1(args(join(dir, 'cut')));
+  await waitFor(cut, /grpo 3\/4/, 120_000);
+  cut.child.kill('SIGKILL');
+  await cut.exited;
+  const resumed = hr1([...args(join(dir, 'cut')), '--resume']);
+  t.is(await resumed.exited, 0, resumed.out());
+  t.regex(resumed.out(), /resuming after GRPO iteration 2/);
+  const read = (f: string) => readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { phase: string; iteration: number; meanDelta?: number; loss?: number; entropy?: number });
+  const a = read(join(dir, 'full', 'iterations.jsonl')).filter((x) => x.phase === 'grpo');
+  const b = read(join(dir, 'cut', 'iterations.jsonl')).filter((x) => x.phase === 'grpo');
+  t.deepEqual(b.map((x) => x.iteration), [1, 2, 3, 4]);
+  for (let i = 0; i < 4; i++) {
+    t.is(b[i]!.meanDelta, a[i]!.meanDelta, `iteration ${i + 1} Δ`);
+    t.is(b[i]!.loss?.toFixed(6), a[i]!.loss?.toFixed(6), `iteration ${i + 1} loss`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});

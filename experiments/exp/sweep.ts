@@ -1,0 +1,133 @@
+/**
+ * `hr1 exp sweep --targets …`: one method applied without retuning to many targets. Each target
+ * supplies its own failure packets (its vanilla rollout of the train batches) and gets its own
+ * patches; the gain is Δ vs that target's vanilla on the env's test episodes (paired).
+ */
+import { z } from 'zod';
+import { SIM_PROFILES } from '../../policies/targets/sim/profiles.ts';
+import { pairedDelta, type Interval } from '../report/bootstrap.ts';
+import { taskSeedMatrix } from '../report/data.ts';
+import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
+import { heatmap } from '../report/plots.ts';
+import { ENV_METRICS, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import type { Method } from '../runner/methods.ts';
+import type { RunMeta } from '../runner/run-dir.ts';
+import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';
+import type { ExpRun } from '../runner/evaluate.ts';
+
+/** Every SIMULATED profile. */
+export const DEFAULT_SWEEP_TARGETS = SIM_PROFILES.map((p) => `sim/${p.name}`);
+/** @default 'prompted-editor' (the engineer once it is registered: `--method engineer-grpo`) */
+export const DEFAULT_SWEEP_METHOD = 'prompted-editor';
+/** A smaller test set per cell than main: 40 tasks × 2 seeds, 2 packets. */
+export const DEFAULT_SWEEP_TEST = { tasks: 40, seeds: [0, 1] };
+export const DEFAULT_SWEEP_TRAIN = { packets: 2, batchSize: 16 };
+
+export const ExpSweepSchema = z.strictObject({
+  ...commonShape,
+  targets: z.array(targetSchema).min(1, 'name at least one target').default(DEFAULT_SWEEP_TARGETS),
+  method: z.string().default(DEFAULT_SWEEP_METHOD),
+  test: testSchema(DEFAULT_SWEEP_TEST),
+  train: trainSchema(DEFAULT_SWEEP_TRAIN),
+});
+export type ExpSweepInput = z.input<typeof ExpSweepSchema>;
+export type ExpSweepOptions = z.output<typeof ExpSweepSchema>;
+
+export function resolveExpSweep(input: unknown): ExpSweepOptions {
+  return resolveExp(ExpSweepSchema, input, 'sweep');
+}
+
+/** Queue the units that score `m` on one target and env: vanilla, then one unit per packet. */
+export function planMethodOnTarget(x: ExpRun, o: CommonOptions, exp: string, m: Method, env: string, evalTarget: string, sourceTarget: string, variant: string, plan: (() => Promise<unknown>)[], withVanilla = true): void {
+  const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed), o.test.seeds);
+  const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed });
+  const mopts = methodOptionsOf(o);
+  if (withVanilla) {
+    const key = unitKey({ exp, env, target: evalTarget, method: 'vanilla', packet: null, episodes });
+    plan.push(() => x.evalUnit({ key, label: `${env} ${evalTarget} vanilla`, env, target: evalTarget, method: 'vanilla', packet: null, episodes, patch: async () => ({ patch: null, packetHash: null }) }));
+  }
+  const packets = m.fixed ? [null] : batches.map((_, i) => i);
+  for (const p of packets) {
+    const batch = p === null ? null : batches[p]!;
+    const seed = o.seed * 1000 + (p ?? 0);
+    const key = unitKey({ exp, env, target: evalTarget, source: sourceTarget, method: m.name, version: m.version ?? '', packet: p, variant, episodes, batch, seed, editor: m.kind === 'editor' ? o.editor : null, engineer: m.kind === 'engineer' ? (o.engineer ?? null) : null });
+    plan.push(() =>
+      x.evalUnit({
+        key,
+        label: `${env} ${evalTarget} ${m.name}${variant ? ` ${variant}` : ''}${p === null ? '' : ` packet ${p + 1}/${batches.length}`}`,
+        env,
+        target: evalTarget,
+        method: m.name,
+        packet: p,
+        variant,
+        episodes,
+        patch: async () => x.propose(m, { env, target: sourceTarget, source: batch ? await x.packet(env, sourceTarget, batch) : null, seed, options: mopts }),
+      }),
+    );
+  }
+}
+
+/**
+ * Run `hr1 exp sweep`.
+ *
+ * @example
+ * await runExpSweep({ targets: ['sim/qwen-3b', 'openai:http://127.0.0.1:8000/v1#qwen'], envs: ['alfworld'] });
+ */
+export async function runExpSweep(input: ExpSweepInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
+  const o = resolveExpSweep(input);
+  const { methods, meta: mMeta } = methodsMeta([o.method], o, 'method');
+  requireAvailable(mMeta[0]!, 'method');
+  const m = methods[0]!;
+  return runExperiment(
+    'sweep',
+    o,
+    { targets: o.targets, simulated: simulatedOf(o.targets), methods: mMeta, splits: splitsMeta(o) },
+    io,
+    async (x) => {
+      const plan: (() => Promise<unknown>)[] = [];
+      for (const t of o.targets) for (const env of o.envs) planMethodOnTarget(x, o, 'sweep', m, env, t, t, '', plan);
+      x.progress.total(plan.length);
+      for (const u of plan) await u();
+    },
+    reportSweep,
+  );
+}
+
+/** Gain of `method` over vanilla on one target and env (primary metric), paired. */
+export function gainOf(rows: readonly EvalRow[], env: string, target: string, method: string, variant: string, boot: { resamples: number; level: number; seed: string }, baseTarget = target): Interval | null {
+  const metric = ENV_METRICS[env]![0]!;
+  const a = taskSeedMatrix(rows.filter((r) => r.env === env && r.target === target && r.method === method && r.variant === variant), metric);
+  const v = taskSeedMatrix(rows.filter((r) => r.env === env && r.target === baseTarget && r.method === 'vanilla'), metric);
+  return a && v ? pairedDelta([a], [v], boot) : null;
+}
+
+export function reportSweep(meta: RunMeta, rows: EvalRow[]): Report {
+  const b = meta.config.bootstrap as { resamples: number; seed: number; level: number };
+  const envs = Object.keys(meta.splits);
+  const method = meta.methods[0]!;
+  const cells = meta.targets.map((t) => envs.map((env) => gainOf(rows, env, t, method.name, '', { resamples: b.resamples, level: b.level, seed: `${b.seed}|${t}|${env}` })));
+  const flat = cells.flat().filter((c): c is Interval => c !== null);
+  const positive = flat.filter((c) => c.mean > 0).length;
+  const significant = flat.filter((c) => c.lo > 0).length;
+  const negative = flat.filter((c) => c.mean < 0).length;
+  const label = (t: string) => `${t}${meta.simulated.includes(t) ? ' (SIM)' : ''}`;
+  const head = ['target', ...envs.map((e) => `${e} Δ (${ENV_METRICS[e]![0]})`)];
+  const tRows = meta.targets.map((t, i) => [label(t), ...cells[i]!.map((c) => fmtDelta(c))]);
+  const summary = `positive cells: ${positive} of ${flat.length} (CI above 0: ${significant}; negative: ${negative})`;
+  const md = [
+    reportHeader(`exp sweep: ${method.label} on ${meta.targets.length} targets`, meta),
+    `**Protocol:** the same method (${method.label}), not retuned, on every target: each target's packets come from its own vanilla rollout of the train batches (${(meta.config.train as { packets: number }).packets} packets of ${(meta.config.train as { batchSize: number }).batchSize} tasks per env); its patches are scored on that target's test episodes, paired with its vanilla. (SIM) marks SIMULATED targets.`,
+    '',
+    '## Gain per target × env (points, 95% CI)',
+    '',
+    mdTable(head, tRows),
+    '',
+    `**${summary}.** The paper reports all 20 unseen targets improved.`,
+    '',
+    '![gain heatmap](plots/sweep-heatmap.svg)',
+    '',
+  ].join('\n');
+  const svg = heatmap({ title: `exp sweep: gain of ${method.label} (points)`, subtitle: `${summary}${meta.simulated.length ? '; SIMULATED targets marked (SIM)' : ''}`, x: envs, y: meta.targets.map(label), values: cells.map((r) => r.map((c) => (c ? c.mean : null))) });
+  const text = [`exp sweep — ${method.label}; Δ vs vanilla in points, 95% CI; (SIM) = SIMULATED target`, textTable(head, tRows), summary].join('\n');
+  return { markdown: md, text, plots: [{ name: 'sweep-heatmap', svg }] };
+}
