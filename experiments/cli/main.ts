@@ -166,6 +166,25 @@ bench
     await benchRollout(o);
   });
 bench
+  .command('learning')
+  .description('the learning report: train the built-in engineer, then mean Δ on held-out batches of the teacher, the SFT and the SFT+GRPO engineer, with the training curve')
+  .option('--config <file>', 'train config (YAML)', 'experiments/configs/train.default.yaml')
+  .option('--run <dir>', 'reuse a finished hr1 train run folder instead of training')
+  .option('--heldout <n>', 'held-out batches', parsePositiveInt('--heldout'), 10)
+  .option('--out <dir>', 'run folder')
+  .action(async (o) => {
+    const { resolveTrainConfig } = await import('../train.ts');
+    const { benchLearning } = await import('../bench/learning.ts');
+    const { init } = await import('../../cluster/init.ts');
+    const cfg = resolveTrainConfig(o.config, { out: o.out });
+    const rt = await init({ inProcess: true });
+    try {
+      await benchLearning(rt.cluster, { config: cfg, heldoutBatches: o.heldout, ...(o.run ? { run: o.run } : {}) });
+    } finally {
+      await rt.shutdown();
+    }
+  });
+bench
   .command('harness')
   .description('the cost of a sandboxed hook call (p50/p99) and the harness overhead on an episode vs the bare env loop')
   .option('--seconds <s>', 'seconds', (v) => Number(v), 4)
