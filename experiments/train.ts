@@ -34,18 +34,20 @@ export const TrainConfigSchema = z
         batches: z.number().int().min(1).default(8),
         k: z.number().int().min(1).max(16).default(4),
         minDelta: z.number().default(0),
-        epochs: z.number().int().min(0).default(40),
+        epochs: z.number().int().min(0).default(30),
         batchSize: z.number().int().min(1).default(16),
         lr: z.number().positive().default(3e-3),
       })
       .strict()
-      .default({ batches: 8, k: 4, minDelta: 0, epochs: 40, batchSize: 16, lr: 3e-3 }),
+      .default({ batches: 8, k: 4, minDelta: 0, epochs: 30, batchSize: 16, lr: 3e-3 }),
     grpo: z
       .object({
-        iterations: z.number().int().min(0).default(10),
+        iterations: z.number().int().min(0).default(24),
         k: z.number().int().min(2).max(64).default(8),
-        temperature: z.number().positive().default(0.7),
-        topP: z.number().gt(0).max(1).default(0.95),
+        // the reference samples at T 0.7, top-p 0.95; the tiny engineer leaves SFT with low entropy
+        // (0.2–0.3 nats), so at 0.7 most groups share one reward and get zero advantage
+        temperature: z.number().positive().default(1.0),
+        topP: z.number().gt(0).max(1).default(1.0),
         epsLow: z.number().min(0).max(1).default(0.2),
         epsHigh: z.number().min(0).default(0.28),
         klCoef: z.number().min(0).default(0),
@@ -53,7 +55,7 @@ export const TrainConfigSchema = z
         lr: z.number().positive().default(1e-3),
       })
       .strict()
-      .default({ iterations: 10, k: 8, temperature: 0.7, topP: 0.95, epsLow: 0.2, epsHigh: 0.28, klCoef: 0, updateIters: 2, lr: 1e-3 }),
+      .default({ iterations: 24, k: 8, temperature: 1.0, topP: 1.0, epsLow: 0.2, epsHigh: 0.28, klCoef: 0, updateIters: 2, lr: 1e-3 }),
     /** save a resumable checkpoint every N GRPO iterations */
     checkpointEvery: z.number().int().min(1).default(2),
     out: z.string().optional(),

@@ -37,10 +37,10 @@ function curvePlot(iters: IterationLog[], out: string): void {
   const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: 720, height: 360 });
   chart.setOption({
     animation: false,
-    title: { text: 'hr1 train: SFT loss and GRPO mean Δ_B (SIMULATED target)', left: 'center', textStyle: { fontSize: 13 } },
+    title: { text: 'hr1 train: SFT loss and GRPO mean delta of success (SIMULATED target)', left: 'center', textStyle: { fontSize: 13 } },
     grid: [{ left: 50, right: '55%', top: 50, bottom: 40 }, { left: '55%', right: 20, top: 50, bottom: 40 }],
     xAxis: [{ gridIndex: 0, type: 'value', name: 'SFT epoch', nameLocation: 'middle', nameGap: 25 }, { gridIndex: 1, type: 'value', name: 'GRPO iteration', nameLocation: 'middle', nameGap: 25 }],
-    yAxis: [{ gridIndex: 0, type: 'value', name: 'loss' }, { gridIndex: 1, type: 'value', name: 'Δ_B' }],
+    yAxis: [{ gridIndex: 0, type: 'value', name: 'loss' }, { gridIndex: 1, type: 'value', name: 'delta' }],
     series: [
       { type: 'line', xAxisIndex: 0, yAxisIndex: 0, data: sft.map((x) => [x.iteration, x.loss]), showSymbol: false },
       { type: 'line', xAxisIndex: 1, yAxisIndex: 1, name: 'mean Δ', data: g.map((x) => [x.iteration, x.meanDelta]) },
