@@ -20,10 +20,10 @@ export const ENVS = ['alfworld', 'dbbench', 'webshop'] as const;
 
 /** @default 0 */
 export const DEFAULT_SEED = 0;
-/** Test episodes per env: all tasks of the test splits, 2 seeds. */
-export const DEFAULT_TEST = { tasks: 'all' as number | 'all', seeds: [0, 1] };
-/** Packets per env, from train batches of 16 tasks. */
-export const DEFAULT_TRAIN = { packets: 3, batchSize: 16 };
+/** Test episodes per env: all tasks of the test splits, 3 seeds. */
+export const DEFAULT_TEST = { tasks: 'all' as number | 'all', seeds: [0, 1, 2] };
+/** 5 packets per env, each from a train batch of 16 tasks. */
+export const DEFAULT_TRAIN = { packets: 5, batchSize: 16 };
 /** The prompted editor submits its first of 4 proposals. */
 export const DEFAULT_EDITOR: MethodOptions['editor'] = { k: 4, select: 'first' };
 /** 1000 seeded resamples, 95% intervals. */

@@ -14,7 +14,17 @@ function render(option: Record<string, unknown>, width: number, height: number):
   chart.setOption({ animation: false, color: PALETTE, textStyle: { fontFamily: FONT }, backgroundColor: '#ffffff', ...option });
   const svg = chart.renderToSVGString();
   chart.dispose();
-  return svg;
+  return stableIds(svg);
+}
+
+/** ECharts numbers its class and id names per process (zr3-cls-17): renumber per document. */
+function stableIds(svg: string): string {
+  const seen = new Map<string, string>();
+  return svg.replace(/\bzr\d+-[A-Za-z-]*\d+\b/g, (tok) => {
+    let id = seen.get(tok);
+    if (!id) seen.set(tok, (id = `hr1-${seen.size}`));
+    return id;
+  });
 }
 
 export interface BarSeries {

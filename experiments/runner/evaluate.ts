@@ -6,6 +6,7 @@
  */
 import type { Cluster } from '../../cluster/client.ts';
 import { Rng } from '../../cluster/rng.ts';
+import { ActorTaskError } from '../../cluster/errors.ts';
 import { listTasks, rollout, type EnvOptions, type EpisodeRef } from '../../actors/index.ts';
 import { patchHash as hashOfPatch, toPatch, type EpisodeRecord } from '../../policies/harness/index.ts';
 import { extractPacket, makeBatches, packetHash, type Packet } from '../../policies/engineer/index.ts';
@@ -95,6 +96,9 @@ export interface PacketSource {
   episodes: EpisodeRef[];
 }
 
+/** Times a failed rollout is sent again before the unit fails. @default 2 */
+export const ROLL_RETRIES = 2;
+
 /** What the units of one experiment run share. */
 export class ExpRun {
   private packets = new Map<string, Promise<PacketSource>>();
@@ -123,6 +127,19 @@ export class ExpRun {
   }
 
   async roll(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
+    // episodes are deterministic, so a chunk that failed for a transient reason (the sandbox
+    // missing its start-up time budget on a loaded machine) is simply sent again
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.rollOnce(env, target, patch, episodes);
+      } catch (e) {
+        if (!(e instanceof ActorTaskError) || attempt >= ROLL_RETRIES) throw e;
+        this.progress.log(`rollout of ${episodes.length} ${env} episodes failed (${e.message}); trying again (${attempt + 1}/${ROLL_RETRIES})`);
+      }
+    }
+  }
+
+  private async rollOnce(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
     const r = await rollout(this.cluster, { env, target, patch, episodes: [...episodes], envOptions: this.envOptions }, {
       cache: this.run.cache,
       replicas: this.rolloutSettings.replicas,

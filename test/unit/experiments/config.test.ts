@@ -1,0 +1,81 @@
+import test from 'ava';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_BOOTSTRAP, DEFAULT_EDITOR, DEFAULT_MAIN_METHODS, DEFAULT_MAIN_TARGET, DEFAULT_TEST, DEFAULT_TRAIN, ExpError, defaultRunDir, resolveExpMain, resolveExpSweep, runExpMain } from '../../../experiments/exp/index.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'hr1-cfg-'));
+
+function fails(t: import('ava').ExecutionContext, f: () => unknown, path: string, re?: RegExp): ExpError {
+  const e = t.throws(f) as ExpError;
+  t.true(e instanceof ExpError, String(e));
+  t.is(e.path, path);
+  t.true(e.message.startsWith(`${path}:`), e.message);
+  if (re) t.regex(e.message, re);
+  return e;
+}
+
+test('config - no options resolve to the documented defaults', (t) => {
+  const o = resolveExpMain({});
+  t.is(o.target, DEFAULT_MAIN_TARGET);
+  t.deepEqual(o.methods, DEFAULT_MAIN_METHODS);
+  t.deepEqual(o.test, DEFAULT_TEST);
+  t.deepEqual(o.train, DEFAULT_TRAIN);
+  t.deepEqual(o.editor, DEFAULT_EDITOR);
+  t.deepEqual(o.bootstrap, DEFAULT_BOOTSTRAP);
+  t.deepEqual(o.envs, ['alfworld', 'dbbench', 'webshop']);
+});
+
+test('config - errors name the option path', (t) => {
+  fails(t, () => resolveExpMain({ test: { tasks: -1 } }), 'main.test.tasks', /positive integer.*, got -1$/);
+  fails(t, () => resolveExpMain({ test: { seeds: [] } }), 'main.test.seeds', /at least one seed/);
+  fails(t, () => resolveExpMain({ train: { batchSize: 50 } }), 'main.train.batchSize', /10 to 20/);
+  fails(t, () => resolveExpMain({ envs: ['alfworld', 'minecraft'] }), 'main.envs[1]', /alfworld, dbbench, webshop/);
+  fails(t, () => resolveExpMain({ target: 'gpt-4' }), 'main.target', /sim\/<profile>/);
+  fails(t, () => resolveExpMain({ editor: { select: 'best' } }), 'main.editor.select', /"first" or "best-of-k"/);
+  fails(t, () => resolveExpMain({ bootstrap: { level: 2 } }), 'main.bootstrap.level');
+  fails(t, () => resolveExpSweep({ targets: [] }), 'sweep.targets', /at least one target/);
+  const e = fails(t, () => resolveExpMain({ tset: { tasks: 3 } }), 'main');
+  t.regex(e.message, /tset/);
+});
+
+test('config - a YAML file is read, named options override it, and its bad values name the path', (t) => {
+  const f = join(dir, 'a.yaml');
+  writeFileSync(f, 'target: sim/llama-8b\ntest:\n  tasks: 12\n  seeds: [3]\n');
+  const o = resolveExpMain({ config: f, test: { seeds: [5] } });
+  t.is(o.target, 'sim/llama-8b');
+  t.deepEqual(o.test, { tasks: 12, seeds: [5] });
+  const bad = join(dir, 'b.yaml');
+  writeFileSync(bad, 'train:\n  packets: zero\n');
+  fails(t, () => resolveExpMain({ config: bad }), 'main.train.packets', /positive integer, got "zero"/);
+  const broken = join(dir, 'c.yaml');
+  writeFileSync(broken, 'test: [unclosed\n');
+  const e = t.throws(() => resolveExpMain({ config: broken })) as ExpError;
+  t.is(e.code, 'EXP_CONFIG_FILE');
+  t.regex(e.message, /c\.yaml: not valid YAML/);
+  t.is((t.throws(() => resolveExpMain({ config: join(dir, 'missing.yaml') })) as ExpError).code, 'EXP_CONFIG_FILE');
+});
+
+test('config - the shipped configs are valid', (t) => {
+  const d = resolveExpMain({ config: 'experiments/configs/main.default.yaml' });
+  t.is(d.target, 'sim/qwen-3b');
+  const f = resolveExpMain({ config: 'experiments/configs/main.full.yaml' });
+  t.is(f.editor.select, 'best-of-k');
+  t.true(f.train.packets > d.train.packets);
+});
+
+test('config - an unknown method names its place in the list', async (t) => {
+  const e = await t.throwsAsync(runExpMain({ methods: ['vanilla', 'gpt-editor'], inProcess: true, progress: 'silent', out: join(dir, 'x') })) as ExpError;
+  t.is(e.code, 'EXP_UNKNOWN_METHOD');
+  t.is(e.path, 'methods[1]');
+  t.regex(e.message, /prompted-editor/);
+});
+
+test('config - the default run folder is named by the config hash, not by where or how it runs', (t) => {
+  const a = defaultRunDir('main', resolveExpMain({}) as unknown as Record<string, unknown>);
+  const b = defaultRunDir('main', resolveExpMain({ inProcess: true, progress: 'silent', rollout: { replicas: 3 } }) as unknown as Record<string, unknown>);
+  const c = defaultRunDir('main', resolveExpMain({ seed: 1 }) as unknown as Record<string, unknown>);
+  t.regex(a, /^runs\/main-[0-9a-f]{10}$/);
+  t.is(a, b);
+  t.not(a, c);
+});

@@ -1,0 +1,125 @@
+import test from 'ava';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { init } from '../../../cluster/init.ts';
+import { BASELINES } from '../../../policies/targets/baselines.ts';
+import { ENGINEER_MISSING, RUN_FILES, registerMethod, resetMethods, runExpAblate, runExpCoevolve, runExpCrosstask, runExpMain, runExpSweep, runReport, withoutHook, type ExpMainInput } from '../../../experiments/exp/index.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'hr1-exp-'));
+const SMALL: ExpMainInput = { inProcess: true, progress: 'silent', test: { tasks: 10, seeds: [0, 1] }, train: { packets: 2, batchSize: 12 } };
+const quiet = { stdout: () => {} };
+const read = (d: string, f: string) => readFileSync(join(d, f), 'utf8');
+const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+let rt: Awaited<ReturnType<typeof init>>;
+let fullDir: string;
+let fullRan = 0;
+test.before(async () => {
+  rt = await init({ inProcess: true });
+  fullDir = join(root, 'full');
+  const r = await runExpMain({ ...SMALL, out: fullDir }, { ...quiet, cluster: rt.cluster });
+  fullRan = r.ran;
+});
+test.after.always(async () => {
+  await rt.shutdown();
+  rmSync(root, { recursive: true, force: true });
+});
+
+test('exp main - end to end in-process: every file of the run folder, the table, SIMULATED named, engineer rows explained', (t) => {
+  // 3 envs × (3 fixed baselines + 2 editor packets)
+  t.is(fullRan, 15);
+  for (const f of [RUN_FILES.meta, RUN_FILES.results, RUN_FILES.cache, RUN_FILES.csv, RUN_FILES.report, 'plots/main-primary.svg', 'plots/main-primary.png', 'plots/main-delta.svg', 'plots/main-delta.png']) t.true(existsSync(join(fullDir, f)), f);
+  const md = read(fullDir, RUN_FILES.report);
+  t.regex(md, /SIMULATED targets: sim\/qwen-3b/);
+  t.regex(md, /\| prompted editor \(teacher\) \| \d+\.\d \[\d+\.\d, \d+\.\d\]/);
+  t.true(md.includes(`| engineer, SFT+GRPO | ${ENGINEER_MISSING} |`));
+  t.regex(md, /Paper ordering: Harness-R1 > prompted editors > vanilla > Self-Refine/);
+  const rows = read(fullDir, RUN_FILES.results).trim().split('\n').map((l) => JSON.parse(l));
+  t.is(rows.length, 15);
+  t.true(rows.every((r) => r.outcomes.length === 20));
+  const csv = read(fullDir, RUN_FILES.csv).trim().split('\n');
+  t.is(csv.length, 1 + 15 * 20);
+  t.is(csv[0], 'exp,env,target,method,packet,variant,patch_hash,task,seed,won,reward');
+  t.deepEqual(readFileSync(join(fullDir, 'plots/main-primary.png')).subarray(0, 8), PNG_MAGIC);
+});
+
+test('exp main - killed part way, a rerun does only the missing units and writes identical files', async (t) => {
+  const dir = join(root, 'resume');
+  let n = 0;
+  await t.throwsAsync(
+    runExpMain({ ...SMALL, out: dir }, {
+      ...quiet,
+      cluster: rt.cluster,
+      onUnitDone: () => {
+        if (++n === 6) throw new Error('killed');
+      },
+    }),
+    { message: 'killed' },
+  );
+  t.is(read(dir, RUN_FILES.results).trim().split('\n').length, 6);
+  // a crash mid-write leaves half a line: it is dropped and that unit runs again
+  appendFileSync(join(dir, RUN_FILES.results), '{"key":"main|alfw');
+  const r = await runExpMain({ ...SMALL, out: dir }, { ...quiet, cluster: rt.cluster });
+  t.is(r.skipped, 6);
+  t.is(r.ran, 9);
+  for (const f of [RUN_FILES.results, RUN_FILES.csv, RUN_FILES.report, RUN_FILES.meta, 'plots/main-primary.svg', 'plots/main-delta.svg']) t.is(read(dir, f), read(fullDir, f), f);
+  const again = await runExpMain({ ...SMALL, out: dir }, { ...quiet, cluster: rt.cluster });
+  t.is(again.ran, 0);
+  t.is(again.skipped, 15);
+});
+
+test('hr1 report - regenerates the same report and plots from stored results only (no cache, no cluster)', async (t) => {
+  const dir = join(root, 'regen');
+  await runExpMain({ ...SMALL, out: dir }, { ...quiet, cluster: rt.cluster });
+  const before = Object.fromEntries([RUN_FILES.report, RUN_FILES.csv, ...readdirSync(join(dir, 'plots')).map((f) => `plots/${f}`)].map((f) => [f, readFileSync(join(dir, f))]));
+  rmSync(join(dir, RUN_FILES.cache), { force: true });
+  for (const f of Object.keys(before)) rmSync(join(dir, f));
+  let printed = '';
+  const r = await runReport(dir, { stdout: (s) => (printed = s) });
+  for (const [f, bytes] of Object.entries(before)) t.true(readFileSync(join(dir, f)).equals(bytes), f);
+  t.false(existsSync(join(dir, RUN_FILES.cache)), 'no episode was played');
+  t.regex(printed, /SIMULATED target/);
+  t.is(r.rows.length, 15);
+  await t.throwsAsync(runReport(join(root, 'nope')), { code: 'EXP_RUN_DIR' } as never);
+});
+
+test.serial('methods - a registered engineer fills its row', async (t) => {
+  registerMethod({ name: 'engineer-grpo', label: 'engineer, SFT+GRPO', kind: 'engineer', propose: async (ctx) => (ctx.packet.episodes.length > 0 ? BASELINES.react : null) });
+  try {
+    const r = await runExpMain({ ...SMALL, envs: ['dbbench'], out: join(root, 'reg') }, { ...quiet, cluster: rt.cluster });
+    const md = r.report.markdown;
+    t.regex(md, /\| engineer, SFT\+GRPO \| \d+\.\d \[/);
+    t.true(md.includes(`| engineer, SFT only | ${ENGINEER_MISSING} |`));
+    t.is(r.rows.filter((x) => x.method === 'engineer-grpo').length, 2);
+  } finally {
+    resetMethods();
+  }
+});
+
+test('exp sweep, crosstask, ablate, coevolve - small runs write their tables and plots', async (t) => {
+  const tiny = { inProcess: true, progress: 'silent' as const, envs: ['dbbench' as const, 'webshop' as const], test: { tasks: 8, seeds: [0] }, train: { packets: 1, batchSize: 10 } };
+  const c = { ...quiet, cluster: rt.cluster };
+  const s = await runExpSweep({ ...tiny, out: join(root, 'sw'), targets: ['sim/qwen-3b', 'sim/llama-1.5b'] }, c);
+  t.regex(s.report.text, /positive cells: \d+ of 4/);
+  t.true(existsSync(join(root, 'sw/plots/sweep-heatmap.png')));
+  const x = await runExpCrosstask({ ...tiny, out: join(root, 'ct'), seeds: [0, 1], failures: 5, methods: ['prompted-editor', 'engineer-grpo'] }, c);
+  t.regex(x.report.markdown, /\| prompted editor \(teacher\) \| [+-]\d+\.\d ± \d+\.\d/);
+  t.true(x.report.markdown.includes(ENGINEER_MISSING));
+  const a = await runExpAblate({ ...tiny, out: join(root, 'ab') }, c);
+  t.is(a.rows.filter((r) => r.variant.startsWith('-')).length, 2 * 4);
+  t.regex(a.report.markdown, /drop without preAction/);
+  const v = await runExpCoevolve({ ...tiny, out: join(root, 'co') }, c);
+  t.deepEqual(v.meta.targets, ['sim/qwen-3b', 'sim/qwen-8b']);
+  t.deepEqual(v.meta.simulated, ['sim/qwen-3b', 'sim/qwen-8b']);
+  t.regex(v.report.markdown, /sim\/qwen-8b \+ patches from sim\/qwen-8b \(re-trained\)/);
+  await t.throwsAsync(runExpAblate({ ...tiny, out: join(root, 'ab2'), method: 'engineer-sft' }, c), { message: /ablate|method: engineer-sft is not available/ });
+});
+
+test('ablate - withoutHook drops the hook\'s rules and code, and skills with init', (t) => {
+  const p = { skills: ['s'], rules: [{ hook: 'preAction', when: { pred: 'proposedRepeatsLast' }, effect: { type: 'block_and_prompt', message: 'no' } }, { hook: 'preDecision', effect: { type: 'hint', message: 'h' } }] };
+  t.deepEqual(withoutHook(p, 'preAction'), { patch: { skills: ['s'], rules: [p.rules[1]] }, removed: 1 });
+  t.deepEqual(withoutHook(p, 'init'), { patch: { rules: p.rules }, removed: 1 });
+  t.is(withoutHook({ skills: ['s'] }, 'init').patch, null);
+  t.is(withoutHook(p, 'postFeedback').removed, 0);
+});
