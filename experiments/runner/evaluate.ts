@@ -7,6 +7,7 @@
 import type { Cluster } from '../../cluster/client.ts';
 import { Rng } from '../../cluster/rng.ts';
 import { ActorTaskError } from '../../cluster/errors.ts';
+import { SHIPPED_SETS } from '../../envs/dbbench/index.ts';
 import { listTasks, rollout, type EnvOptions, type EpisodeRef } from '../../actors/index.ts';
 import { patchHash as hashOfPatch, toPatch, type EpisodeRecord } from '../../policies/harness/index.ts';
 import { extractPacket, makeBatches, packetHash, type Packet } from '../../policies/engineer/index.ts';
@@ -96,6 +97,17 @@ export interface PacketSource {
   episodes: EpisodeRef[];
 }
 
+/**
+ * DBBench tasks live in named sets that a fresh node process has not loaded (its env factory
+ * loads only `data`), so a rollout of one shipped set's tasks names that set as `data`.
+ */
+export function envOptionsFor(env: string, episodes: readonly EpisodeRef[], base: EnvOptions): EnvOptions {
+  if (env !== 'dbbench' || base.data || episodes.length === 0) return base;
+  const sets = new Set(episodes.map((e) => e.taskId.slice(0, e.taskId.lastIndexOf('/'))));
+  const [set] = [...sets];
+  return sets.size === 1 && set && set in SHIPPED_SETS ? { ...base, data: set } : base;
+}
+
 /** Times a failed rollout is sent again before the unit fails. @default 2 */
 export const ROLL_RETRIES = 2;
 
@@ -140,7 +152,7 @@ export class ExpRun {
   }
 
   private async rollOnce(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
-    const r = await rollout(this.cluster, { env, target, patch, episodes: [...episodes], envOptions: this.envOptions }, {
+    const r = await rollout(this.cluster, { env, target, patch, episodes: [...episodes], envOptions: envOptionsFor(env, episodes, this.envOptions) }, {
       cache: this.run.cache,
       replicas: this.rolloutSettings.replicas,
       chunk: this.rolloutSettings.chunk,
