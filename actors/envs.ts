@@ -63,6 +63,11 @@ export function envFactory(env: string, taskId: string, opts: EnvOptions = {}, p
   }
   if (env === 'dbbench') {
     if (opts.data) loadTasks({ file: opts.data });
+    else {
+      // a fresh process knows no tasks yet: shipped ids start with their set ("v0.2/dev/7")
+      const set = Object.keys(SHIPPED_SETS).find((s) => taskId.startsWith(`${s}/`));
+      if (set) loadTasks({ file: set });
+    }
     return dbbenchEnv(getTask(taskId), opts.db ? { db: opts.db } : {});
   }
   if (env === 'webshop') return webshopEnv(taskId, opts.data ? { dataDir: opts.data } : {});

@@ -283,7 +283,8 @@ export class Cluster {
       this.placedSinceBeat.set(target.nodeId, (this.placedSinceBeat.get(target.nodeId) ?? 0) + 1);
       const unplace = () => this.placedSinceBeat.set(target.nodeId, Math.max(0, (this.placedSinceBeat.get(target.nodeId) ?? 1) - 1));
       try {
-        const bytes = await this.bus.request(subjects.nodeSpawn(this.name, target.nodeId), pack(req), Math.max(1000, Math.min(this.spawnTimeout, deadlineMs - Date.now())));
+        // the constructor may take long (a learner starts torch): the placement deadline bounds the search for a node, not this
+        const bytes = await this.bus.request(subjects.nodeSpawn(this.name, target.nodeId), pack(req), this.spawnTimeout);
         reply = unpack(bytes);
       } catch (e) {
         unplace();

@@ -320,6 +320,67 @@ sftCmd
     }
   });
 
+const expCmd = program.command('exp').description('experiments: the paper\'s tables, a target sweep, cross-task, ablations, co-evolution (seeded, resumable, reports in a run folder)');
+const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
+const nums = (v: string) => list(v).map(Number);
+const expCommon = (c: Command) =>
+  addClusterOptions(
+    c
+      .option('--config <file>', 'a YAML config (see experiments/configs/); flags override it')
+      .option('--out <dir>', 'run folder (default runs/<exp>-<config hash>; re-running resumes it)')
+      .option('--engineer <dir>', 'a hr1 train run folder (or one per env: DIR/<env>/) for the engineer methods')
+      .option('--envs <list>', 'envs, e.g. alfworld,dbbench', list)
+      .option('--seed <n>', 'seed', (v) => Number(v))
+      .option('--in-process', 'use the in-process transport'),
+  );
+expCommon(expCmd.command('main').description('per env and on average: vanilla, ReAct, Self-Refine, prompted editor, SFT-only and SFT+GRPO engineer'))
+  .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED)')
+  .option('--methods <list>', 'rows, e.g. vanilla,prompted-editor,engineer-grpo', list)
+  .option('--no-train-engineer', 'do not train the engineers when --engineer is not given (their rows say why they are empty)')
+  .action(async (o) => {
+    const { runExpCli } = await import('./exp.ts');
+    await runExpCli('main', o);
+  });
+expCommon(expCmd.command('sweep').description('one method applied without retuning to many targets: gain per target × env, positive cells, a heatmap'))
+  .option('--targets <list>', 'target specs, comma-separated (sim, openai and lm mix)', list)
+  .option('--method <name>', 'the method (e.g. engineer-grpo, prompted-editor)')
+  .action(async (o) => {
+    const { runExpCli } = await import('./exp.ts');
+    await runExpCli('sweep', o);
+  });
+expCommon(expCmd.command('crosstask').description('N failures from training tasks → one patch → gain on all held-out tasks, mean ± std over seeds'))
+  .option('--target <spec>', 'target')
+  .option('--methods <list>', 'methods', list)
+  .option('--failures <n>', 'failures in the packet', parsePositiveInt('--failures'))
+  .option('--seeds <list>', 'seeds, e.g. 0,1,2', nums)
+  .action(async (o) => {
+    const { runExpCli } = await import('./exp.ts');
+    await runExpCli('crosstask', o);
+  });
+expCommon(expCmd.command('ablate').description('a method\'s patches with each hook removed in turn: the drop in gain per env'))
+  .option('--target <spec>', 'target')
+  .option('--method <name>', 'the method')
+  .action(async (o) => {
+    const { runExpCli } = await import('./exp.ts');
+    await runExpCli('ablate', o);
+  });
+expCommon(expCmd.command('coevolve').description('patches from the vanilla target\'s packets vs the fine-tuned target\'s, both on the fine-tuned target'))
+  .option('--target <spec>', 'the vanilla target')
+  .option('--tuned <spec>', 'the fine-tuned target (default: the next larger sim profile of the family)')
+  .option('--method <name>', 'the method')
+  .action(async (o) => {
+    const { runExpCli } = await import('./exp.ts');
+    await runExpCli('coevolve', o);
+  });
+program
+  .command('report')
+  .description('regenerate an experiment\'s report and plots from its stored results (no rollouts)')
+  .argument('<run-dir>', 'a run folder of hr1 exp …')
+  .action(async (dir: string) => {
+    const { runReport } = await import('../exp/index.ts');
+    await runReport(dir);
+  });
+
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 
 async function main(): Promise<void> {
