@@ -10,6 +10,7 @@ import { baseHarness, composeHarness, harnessVersion, patchHash, toPatch, type E
 import { episodeKey, type EpisodeCache, type EpisodeKey } from './cache.ts';
 import type { EnvOptions } from './envs.ts';
 import { TargetActor, type EpisodeRef } from './target.ts';
+import { SIM_VERSION } from '../policies/targets/sim/sim.ts';
 
 export interface RolloutSpec {
   env: string;
@@ -63,7 +64,9 @@ export function rolloutKeys(spec: RolloutSpec): { keys: EpisodeKey[]; hashes: st
   const ph = spec.patch === null || spec.patch === undefined ? '' : patchHash(toPatch(spec.patch));
   const hv = harnessVersion(harness);
   const envOptions = Object.fromEntries(Object.entries(spec.envOptions ?? {}).filter(([, v]) => v !== undefined));
-  const keys = spec.episodes.map((e) => ({ env: spec.env, taskId: e.taskId, seed: e.seed, target: spec.target, patch: ph, harness: hv, envOptions }));
+  // a SIMULATED target's behaviour is code: its version is part of what decides the episode
+  const target = spec.target.startsWith('sim/') ? `${spec.target}@${SIM_VERSION}` : spec.target;
+  const keys = spec.episodes.map((e) => ({ env: spec.env, taskId: e.taskId, seed: e.seed, target, patch: ph, harness: hv, envOptions }));
   return { keys, hashes: keys.map(episodeKey), patchHash: ph };
 }
 

@@ -5,6 +5,7 @@ import { init } from '../../cluster/init.ts';
 import { registerEngineerMethods } from '../engineer-methods.ts';
 import { resolveTrainConfig, trainEngineer } from '../train.ts';
 import type { Cluster } from '../../cluster/client.ts';
+import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';
 
 registerEngineerMethods();
 
@@ -13,7 +14,7 @@ registerEngineerMethods();
  * one per env with the default train config and the experiment's target (cached in runs/engineers/).
  */
 export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string, seed: number): Promise<string> {
-  const dir = join('runs', 'engineers', createHash('sha256').update(`${target}|${seed}`).digest('hex').slice(0, 10));
+  const dir = join('runs', 'engineers', createHash('sha256').update(`${target}|${seed}|${SIM_VERSION}`).digest('hex').slice(0, 10));
   for (const env of envs) {
     const out = join(dir, env);
     if (existsSync(join(out, 'engineer.onnx')) && existsSync(join(out, 'engineer-sft.onnx'))) {
@@ -30,24 +31,24 @@ export async function ensureEngineers(cluster: Cluster, envs: readonly string[],
 export async function runExpCli(name: string, o: Record<string, unknown>): Promise<void> {
   const exp = await import('../exp/index.ts');
   const opts = Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+  const trainEngineers = opts.trainEngineer !== false;
+  delete opts.trainEngineer;
   const wantsEngineer = (m: unknown) => typeof m === 'string' && m.startsWith('engineer-');
   if (name === 'main') {
     const resolved = exp.resolveExpMain(opts);
     let engineer = resolved.engineer;
     let rt;
     try {
-      if (!engineer && resolved.methods.some(wantsEngineer) && opts.trainEngineer !== false) {
+      if (!engineer && resolved.methods.some(wantsEngineer) && trainEngineers) {
         rt = await init({ inProcess: true });
         engineer = await ensureEngineers(rt.cluster, resolved.envs, resolved.target, resolved.seed);
       }
     } finally {
       await rt?.shutdown();
     }
-    delete opts.trainEngineer;
     await exp.runExpMain({ ...opts, ...(engineer ? { engineer } : {}) });
     return;
   }
-  delete opts.trainEngineer;
   if (name === 'sweep') await exp.runExpSweep(opts);
   else if (name === 'crosstask') await exp.runExpCrosstask(opts);
   else if (name === 'ablate') await exp.runExpAblate(opts);

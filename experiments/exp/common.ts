@@ -1,3 +1,4 @@
+import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';
 /**
  * What every experiment shares: the common options (seed, envs, test and train sizes, the
  * editor, the engineer path, the bootstrap, rollouts, cluster), the run folder, the cluster, the
@@ -117,7 +118,8 @@ export function scienceOf(o: Record<string, unknown>): Record<string, unknown> {
 }
 
 export function defaultRunDir(exp: string, o: Record<string, unknown>): string {
-  return `runs/${exp}-${configHash({ exp, ...scienceOf(o) })}`;
+  // the SIMULATED targets' version decides numbers too
+  return `runs/${exp}-${configHash({ exp, sim: SIM_VERSION, ...scienceOf(o) })}`;
 }
 
 /** How an experiment is run from code: a cluster to use, output, and a hook for tests. */

@@ -15,6 +15,8 @@ export interface SimProfile {
   loopPersist: number;
   /** fraction of a mode's rate a hint addressing it removes */
   compliance: number;
+  /** when re-asked after a harness block, the chance it gives the same answer again */
+  stubbornness: number;
   /** context characters before long-context format errors begin */
   contextBudget: number;
   /** extra format-violation rate per 1,000 characters over the budget */
@@ -39,11 +41,11 @@ const FAMILIES: Family[] = [
 ];
 
 /** nominal sizes and how they scale the base failure rate, persistence and context tolerance */
-const SIZES: { sizeB: number; scale: number; loopPersist: number; contextBudget: number; contextSensitivity: number; noiseSensitivity: number; complianceBoost: number }[] = [
-  { sizeB: 1.5, scale: 2.6, loopPersist: 0.97, contextBudget: 3000, contextSensitivity: 0.03, noiseSensitivity: 0.12, complianceBoost: -0.15 },
-  { sizeB: 3, scale: 1.5, loopPersist: 0.95, contextBudget: 5000, contextSensitivity: 0.02, noiseSensitivity: 0.07, complianceBoost: -0.05 },
-  { sizeB: 8, scale: 0.9, loopPersist: 0.94, contextBudget: 9000, contextSensitivity: 0.008, noiseSensitivity: 0.03, complianceBoost: 0.05 },
-  { sizeB: 32, scale: 0.7, loopPersist: 0.93, contextBudget: 16000, contextSensitivity: 0.003, noiseSensitivity: 0.01, complianceBoost: 0.15 },
+const SIZES: { sizeB: number; scale: number; loopPersist: number; stubbornness: number; contextBudget: number; contextSensitivity: number; noiseSensitivity: number; complianceBoost: number }[] = [
+  { sizeB: 1.5, scale: 2.6, loopPersist: 0.97, stubbornness: 0.6, contextBudget: 3000, contextSensitivity: 0.03, noiseSensitivity: 0.12, complianceBoost: -0.15 },
+  { sizeB: 3, scale: 1.5, loopPersist: 0.95, stubbornness: 0.5, contextBudget: 5000, contextSensitivity: 0.02, noiseSensitivity: 0.07, complianceBoost: -0.05 },
+  { sizeB: 8, scale: 0.9, loopPersist: 0.94, stubbornness: 0.4, contextBudget: 9000, contextSensitivity: 0.008, noiseSensitivity: 0.03, complianceBoost: 0.05 },
+  { sizeB: 32, scale: 0.7, loopPersist: 0.93, stubbornness: 0.3, contextBudget: 16000, contextSensitivity: 0.003, noiseSensitivity: 0.01, complianceBoost: 0.15 },
 ];
 
 /** per-mode base rate at scale 1 */
@@ -61,6 +63,7 @@ function build(): SimProfile[] {
         sizeB: s.sizeB,
         rates,
         loopPersist: s.loopPersist,
+        stubbornness: s.stubbornness,
         compliance: Math.max(0.2, Math.min(0.95, Number((f.compliance + s.complianceBoost).toFixed(2)))),
         contextBudget: s.contextBudget,
         contextSensitivity: s.contextSensitivity,

@@ -7,6 +7,9 @@ import { alfworldCorruptor } from './alfworld.ts';
 import { dbbenchCorruptor } from './dbbench.ts';
 import { webshopCorruptor } from './webshop.ts';
 
+/** Bumped whenever a SIMULATED target's behaviour changes; part of every episode cache key. */
+export const SIM_VERSION = 'sim-2';
+
 /** What a corruptor knows at a decision: only what a model would see, plus the oracle's action. */
 export interface SimView {
   env: string;
@@ -96,6 +99,10 @@ export interface SimModelOptions {
 export function simModel(profileName: string, opts: SimModelOptions = {}): Model {
   const p = simProfile(profileName);
   if (!p) throw new Hr1Error('UNKNOWN_SIM_PROFILE', `no simulated profile "${profileName}"; choose one of ${SIM_PROFILES.map((x) => x.name).join(', ')}`, { data: { profile: profileName } });
+  // proposals the harness blocked so far, per episode: a rise since the last decision means this
+  // decision is a re-ask after a block (executed actions = ctx.step; every other output was blocked)
+  // keyed by the episode's session object: no state leaks between episodes, even concurrent ones
+  const blockedSeen = new WeakMap<object, number>();
   return {
     name: `sim/${p.name}`,
     async decide(ctx: DecisionContext): Promise<string> {
@@ -124,6 +131,11 @@ export function simModel(profileName: string, opts: SimModelOptions = {}): Model
       const view: SimView = { env: ctx.env, messages: msgs, oracle, outputs, feedback, rng: rng.fork('act') };
       const last = outputs[outputs.length - 1];
       const prev = outputs[outputs.length - 2];
+      const blocked = outputs.length - ctx.step;
+      const reasked = blocked > (blockedSeen.get(ctx.session) ?? 0);
+      blockedSeen.set(ctx.session, blocked);
+      // a block is not a free re-roll: a stubborn model gives the same answer again
+      if (reasked && last !== undefined && rng.fork('stubborn').next() < p.stubbornness) return last;
       // an ongoing loop holds on with the profile's persistence (scaled down by a loop hint)
       if (last !== undefined && last === prev) {
         const persist = p.loopPersist * (rates.loop / Math.max(1e-9, Math.min(0.9, p.rates.loop * (ENV_SCALE[ctx.env] ?? 1))));
