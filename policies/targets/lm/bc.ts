@@ -1,0 +1,143 @@
+/**
+ * Behaviour-cloning data: expert episodes played through the harness (`runEpisode`), so every
+ * recorded context is exactly what a model sees, labelled with the expert's next action.
+ *
+ * With probability `noise` the played action is a random admissible one instead of the expert's
+ * (the label stays the expert's action from that state): the data then shows how to recover from
+ * a detour, which an always-right expert never shows. The expert is the env's oracle: it knows
+ * where things are, so a model trained on it learns where things usually are, not where they are.
+ */
+import { Rng } from '../../../cluster/rng.ts';
+import { admissible as alfAdmissible, expert as alfExpert, loadGames, reset as alfReset, step as alfStep, type AlfState, type Game } from '../../../envs/alfworld/index.ts';
+import { expert as wsExpert, loadWebshop, reset as wsReset, step as wsStep, type WebshopState } from '../../../envs/webshop/index.ts';
+import { alfworldEnv, runEpisode, webshopEnv, type ChatMessage, type EnvFactory, type Model } from '../../harness/index.ts';
+import { buildContext, type ContextBudget } from './context.ts';
+import { withHints, type HintRates } from './hints.ts';
+import { EOS_ID, type LmTokenizer } from './tokenizer.ts';
+
+export type LmEnv = 'alfworld' | 'webshop';
+export const LM_ENVS: readonly LmEnv[] = ['alfworld', 'webshop'];
+
+/** the split BC data is drawn from (evaluation uses the other one) */
+export const TRAIN_SPLIT: Record<LmEnv, string> = { alfworld: 'valid_train', webshop: 'train' };
+/** the split vanilla success is measured on */
+export const EVAL_SPLIT: Record<LmEnv, string> = { alfworld: 'valid_seen', webshop: 'test' };
+
+/** One decision of an expert episode: the context the model saw and the expert's action. */
+export interface BcDecision {
+  env: LmEnv;
+  taskId: string;
+  messages: ChatMessage[];
+  /** the label: the expert's next action from this state */
+  action: string;
+  admissible: string[];
+  /** actions executed before this decision */
+  actions: string[];
+}
+
+export interface CollectOptions {
+  env: LmEnv;
+  episodes: number;
+  seed: number;
+  /** chance of playing a random admissible action instead of the expert's. @default 0.15 */
+  noise?: number;
+  /** ids to draw from. @default the env's training split */
+  tasks?: readonly string[];
+}
+
+/** The env's pure state next to the harness's session, to know admissible actions and the oracle. */
+interface Mirror {
+  admissible(): string[];
+  expert(): string | null;
+  step(action: string): void;
+}
+
+function alfMirror(game: Game): Mirror {
+  let s: AlfState = alfReset(game, { grammar: 'legacy', protocol: 'react' }).state;
+  return {
+    admissible: () => alfAdmissible(game, s),
+    expert: () => alfExpert(game, s),
+    step: (a) => {
+      s = alfStep(game, s, a).state;
+    },
+  };
+}
+
+function wsMirror(goalId: string): Mirror {
+  const ws = loadWebshop();
+  const r = wsReset(ws, goalId, { protocol: 'react' });
+  let s: WebshopState = r.state;
+  let clickables = r.info.clickables;
+  return {
+    admissible: () => clickables.filter((c) => c !== 'search').map((c) => `click[${c}]`),
+    expert: () => wsExpert(ws, s),
+    step: (a) => {
+      const x = wsStep(ws, s, a);
+      s = x.state;
+      clickables = x.info.clickables;
+    },
+  };
+}
+
+/** Task ids of a split, in the data's order. */
+export function taskIds(env: LmEnv, split: string): string[] {
+  if (env === 'alfworld') return loadGames().games.filter((g) => split === 'all' || g.split === split).map((g) => g.id);
+  return loadWebshop().goals.filter((g) => split === 'all' || g.split === split).map((g) => g.id);
+}
+
+/** An env factory for a task id. */
+export function envFactory(env: LmEnv, taskId: string): EnvFactory {
+  if (env === 'alfworld') return alfworldEnv(loadGames().get(taskId)!);
+  return webshopEnv(taskId);
+}
+
+/**
+ * Expert decisions of `episodes` episodes (tasks drawn without replacement from a seeded
+ * shuffle, again when they run out). Deterministic for the options.
+ */
+export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]> {
+  const rng = new Rng(`lm-bc:${o.env}:${o.seed}`);
+  const pool = o.tasks ?? taskIds(o.env, TRAIN_SPLIT[o.env]);
+  const order: string[] = [];
+  while (order.length < o.episodes) order.push(...rng.shuffle(pool));
+  const out: BcDecision[] = [];
+  for (let e = 0; e < o.episodes; e++) {
+    const taskId = order[e]!;
+    const erng = rng.fork(`episode-${e}`);
+    const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!) : wsMirror(taskId);
+    const actions: string[] = [];
+    const model: Model = {
+      name: 'bc-expert',
+      decide(ctx) {
+        const label = mirror.expert() ?? 'look';
+        const adm = mirror.admissible();
+        out.push({ env: o.env, taskId, messages: ctx.messages.map((m) => ({ ...m })), action: label, admissible: adm, actions: actions.slice() });
+        const play = adm.length > 0 && actions.length > 0 && erng.chance(o.noise ?? 0.15) ? erng.pick(adm) : label;
+        mirror.step(play);
+        actions.push(play);
+        return Promise.resolve(play);
+      },
+    };
+    await runEpisode(envFactory(o.env, taskId), { model, seed: e });
+  }
+  return out;
+}
+
+/** A training row: the context window and the action tokens (ending in EOS). */
+export interface BcRow {
+  prompt: number[];
+  completion: number[];
+}
+
+/**
+ * Training rows from decisions, each with random hint segments (see hints.ts); the same RNG seed
+ * gives the same rows.
+ */
+export function bcRows(decisions: readonly BcDecision[], tok: LmTokenizer, budget: ContextBudget, rates: HintRates, seed: number): BcRow[] {
+  const rng = new Rng(`lm-bc-rows:${seed}`);
+  return decisions.map((d) => {
+    const msgs = withHints(d.messages, rng, { admissible: d.admissible, target: d.action, actions: d.actions }, rates);
+    const completion = [...tok.encode(d.action).slice(0, (budget.maxNewTokens ?? 20) - 1), EOS_ID];
+    return { prompt: buildContext(msgs, tok, budget), completion };
+  });
+}

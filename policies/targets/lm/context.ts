@@ -1,0 +1,119 @@
+/**
+ * The context builder: chat messages (as the harness builds them) → one token window that fits
+ * the model's maxLen with room for the action.
+ *
+ * Window: `<bos> <sys> head-of-instructions [<skill> skills] <goal> goal <obs> first-observation
+ * [<cut>] turns… <act>` where a turn is `<act> action`, `<obs> observation` or `<hint> text`
+ * (a `Hint: …` turn, or a user turn right after another user turn: an injected hint or a block
+ * message). The instruction head, the goal, the skills, the first observation (the room) and the
+ * newest turns are kept; older turns are dropped whole, newest first, and `<cut>` marks the gap.
+ */
+import type { ChatMessage } from '../../harness/index.ts';
+import { BOS_ID, type LmTokenizer } from './tokenizer.ts';
+
+export interface ContextBudget {
+  /** the model's longest sequence (prompt + action) */
+  maxLen: number;
+  /** tokens kept free for the action. @default 20 */
+  maxNewTokens?: number;
+  /** instruction tokens kept. @default 12 */
+  headTokens?: number;
+  /** goal tokens kept. @default 40 */
+  goalTokens?: number;
+  /** skill tokens kept. @default 48 */
+  skillTokens?: number;
+  /** share of the window for the first observation. @default 0.3 */
+  roomShare?: number;
+  /** tokens kept of one turn. @default 48 */
+  turnTokens?: number;
+}
+
+/** @default 20 */
+export const DEFAULT_MAX_NEW_TOKENS = 20;
+
+export interface Segments {
+  instructions: string;
+  skills: string;
+  goal: string;
+  room: string;
+  turns: { kind: 'act' | 'obs' | 'hint'; text: string }[];
+}
+
+const GOAL_RES = [/\n?Your task is to:\s*([^\n]*)/i, /Instruction:\s*(?:\[SEP\]\s*)?(.*?)\s*\[SEP\]/i];
+
+/** Split the harness's messages into the segments of the window. */
+export function segmentMessages(messages: readonly ChatMessage[]): Segments {
+  let i = 0;
+  let instructions = '';
+  let skills = '';
+  if (messages[0]?.role === 'system') {
+    const sys = messages[0].content;
+    const cut = sys.search(/\n\n(Skills:|Tool hint:)/);
+    instructions = cut >= 0 ? sys.slice(0, cut) : sys;
+    skills = cut >= 0 ? sys.slice(cut).replace(/\n\nSkills:\n?/, ' ').replace(/\n\nTool hint:/, ' ').trim() : '';
+    i = 1;
+  }
+  let room = '';
+  let goal = '';
+  if (messages[i]?.role === 'user') {
+    room = messages[i]!.content;
+    for (const re of GOAL_RES) {
+      const m = re.exec(room);
+      if (m) {
+        goal = m[1]!.trim();
+        if (re === GOAL_RES[0]) room = room.replace(m[0], '');
+        break;
+      }
+    }
+    // ALFWorld's fixed opening carries nothing; the room listing after it does
+    room = room.replace(/^You are in the middle of a room\. Looking quickly around you, you see /, 'you see ');
+    i++;
+  }
+  const turns: Segments['turns'] = [];
+  for (; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (m.role === 'assistant') turns.push({ kind: 'act', text: m.content });
+    else if (m.role === 'system') turns.push({ kind: 'hint', text: m.content });
+    else if (/^Hint:/.test(m.content)) turns.push({ kind: 'hint', text: m.content.replace(/^Hint:\s*/, '') });
+    else if (messages[i - 1]?.role === 'user') turns.push({ kind: 'hint', text: m.content });
+    else turns.push({ kind: 'obs', text: m.content });
+  }
+  return { instructions, skills, goal, room, turns };
+}
+
+/**
+ * Token window for `messages` that ends with `<act>`, at most `maxLen − maxNewTokens` long.
+ *
+ * @example
+ * const ids = buildContext(ctx.messages, tok, { maxLen: 256 });
+ */
+export function buildContext(messages: readonly ChatMessage[], tok: LmTokenizer, b: ContextBudget): number[] {
+  const room = b.maxLen - (b.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS);
+  if (room < 32) throw new RangeError(`buildContext: maxLen − maxNewTokens must be at least 32, got ${room}`);
+  const s = segmentMessages(messages);
+  const sp = (t: Parameters<LmTokenizer['special']>[0]): number => tok.special(t);
+  const head = [BOS_ID, sp('<sys>'), ...tok.encode(s.instructions).slice(0, b.headTokens ?? 12)];
+  if (s.skills) head.push(sp('<skill>'), ...tok.encode(s.skills).slice(0, b.skillTokens ?? 48));
+  head.push(sp('<goal>'), ...tok.encode(s.goal).slice(0, b.goalTokens ?? 40));
+  const roomMax = Math.floor(room * (b.roomShare ?? 0.3));
+  head.push(sp('<obs>'), ...tok.encode(s.room).slice(0, roomMax));
+  const tail = [sp('<act>')];
+  const cap = b.turnTokens ?? 48;
+  const kept: number[][] = [];
+  let used = head.length + tail.length + 1; // + a possible <cut>
+  let dropped = false;
+  for (let k = s.turns.length - 1; k >= 0; k--) {
+    const t = s.turns[k]!;
+    const ids = [sp(t.kind === 'act' ? '<act>' : t.kind === 'obs' ? '<obs>' : '<hint>'), ...tok.encode(t.text).slice(0, cap)];
+    if (used + ids.length > room) {
+      dropped = true;
+      break;
+    }
+    used += ids.length;
+    kept.push(ids);
+  }
+  kept.reverse();
+  const out = [...head, ...(dropped ? [sp('<cut>')] : []), ...kept.flat(), ...tail];
+  // the fixed parts alone may be over budget on a tiny window: keep the newest end
+  return out.length <= room ? out : [BOS_ID, ...out.slice(out.length - room + 1)];
+}

@@ -1,0 +1,33 @@
+/**
+ * Learned targets (`lm/<name>`): small causal LMs trained by behaviour cloning on expert
+ * episodes (with random hint segments), served by onnxruntime-node. See docs/LMTARGETS.md.
+ *
+ * @example
+ * import { buildZoo, lmModel } from './policies/targets/lm/index.ts';
+ * await buildZoo({ only: ['alf-xs-192-a'], tiny: true });
+ * const model = await lmModel('alf-xs-192-a@tiny');
+ */
+export { LmTargetError, LmNotBuiltError, isLmTargetError, type LmErrorCode } from './errors.ts';
+export { LmTokenizer, normalizeText, LM_SPECIAL_TOKENS, PAD_ID, BOS_ID, EOS_ID } from './tokenizer.ts';
+export { harvestWords, DEFAULT_MAX_WORDS } from './vocab.ts';
+export { buildContext, segmentMessages, DEFAULT_MAX_NEW_TOKENS, type ContextBudget, type Segments } from './context.ts';
+export { withHints, sampleHintText, SKILL_BANK, WARNING_BANK, TEMPLATE_BANK, type HintInputs, type HintRates } from './hints.ts';
+export { collectDecisions, bcRows, taskIds, envFactory, TRAIN_SPLIT, EVAL_SPLIT, LM_ENVS, type BcDecision, type BcRow, type CollectOptions, type LmEnv } from './bc.ts';
+export {
+  ZOO,
+  TINY_BUDGET,
+  LM_TRAIN_VERSION,
+  DEFAULT_ZOO_DIR,
+  buildZoo,
+  resolveConfig,
+  readMeta,
+  modelDir,
+  zooDir,
+  type ZooConfig,
+  type ResolvedConfig,
+  type LmMeta,
+  type BuildOptions,
+  type BuildResult,
+} from './zoo.ts';
+export { lmModel, type LmModel, type LmModelOptions } from './model.ts';
+export { zooTable, measureVanilla, spliceZooTable, ZOO_TABLE_BEGIN, ZOO_TABLE_END, type ZooTableOptions, type VanillaResult } from './table.ts';

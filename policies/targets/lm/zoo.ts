@@ -1,0 +1,323 @@
+/**
+ * The zoo of learned targets: configs as data, built deterministically by `hr1 zoo build`
+ * (behaviour cloning through the torch learner, ONNX export), cached by config hash under
+ * `.hr1/zoo/<hash>/` (model.onnx, model.pt, meta.json).
+ *
+ * `name@tiny` is the same config on a tiny budget (few episodes and steps): what CI builds.
+ * `<name>-ft` configs are the base model trained further on fresh data (the co-evolution targets).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import cliProgress from 'cli-progress';
+import { Rng } from '../../../cluster/rng.ts';
+import { LearnerProcess } from '../../learner/process.ts';
+import { bcRows, collectDecisions, type BcDecision, type LmEnv } from './bc.ts';
+import { DEFAULT_MAX_NEW_TOKENS } from './context.ts';
+import { LmTargetError } from './errors.ts';
+import type { HintRates } from './hints.ts';
+import { BOS_ID, EOS_ID, LmTokenizer, PAD_ID } from './tokenizer.ts';
+import { harvestWords } from './vocab.ts';
+
+/** bumped when training changes what a config builds (so old caches are not reused) */
+export const LM_TRAIN_VERSION = 1;
+/** meta.json format */
+export const LM_META_FORMAT = 'hr1-lm/1';
+/** where built models live. @default '.hr1/zoo' under the working directory (HR1_ZOO_DIR overrides) */
+export const DEFAULT_ZOO_DIR = '.hr1/zoo';
+/** the tiny budget `name@tiny` trains with */
+export const TINY_BUDGET = { episodes: 30, steps: 150 } as const;
+
+/** One zoo entry. Everything but `name` and `note` goes into the hash. */
+export interface ZooConfig {
+  name: string;
+  envs: LmEnv[];
+  dModel: number;
+  nLayers: number;
+  nHeads: number;
+  dFf: number;
+  /** context length (prompt + action tokens) */
+  maxLen: number;
+  /** expert episodes per env */
+  episodes: number;
+  /** optimizer steps */
+  steps: number;
+  /** rows per step. @default 24 */
+  batch?: number;
+  /** peak learning rate (warm-up, then cosine to a tenth). @default 1e-3 */
+  lr?: number;
+  /** chance of a random action in the expert episodes. @default 0.15 */
+  noise?: number;
+  /** chance of each hint segment in a training context (skills, hint turn, injected). @default 0.3 */
+  hintRate?: number;
+  seed: number;
+  /** sampling temperature of the served model. @default 0.5 */
+  temperature?: number;
+  /** train further from this zoo entry (a fine-tuned variant); its size and context are the base's */
+  base?: string;
+  note?: string;
+}
+
+const size = {
+  xs: { dModel: 64, nLayers: 1, nHeads: 2, dFf: 128 },
+  s: { dModel: 96, nLayers: 2, nHeads: 4, dFf: 256 },
+  m: { dModel: 128, nLayers: 2, nHeads: 4, dFf: 512 },
+  l: { dModel: 192, nLayers: 3, nHeads: 6, dFf: 768 },
+} as const;
+const alf: LmEnv[] = ['alfworld'];
+const ws: LmEnv[] = ['webshop'];
+
+/** The zoo: sizes xs/s/m/l, contexts 192–384, 25–200 episodes, 300–1200 steps, seeds; two fine-tuned variants. */
+export const ZOO: readonly ZooConfig[] = Object.freeze([
+  { name: 'alf-xs-192-a', envs: alf, ...size.xs, maxLen: 192, episodes: 50, steps: 300, seed: 1 },
+  { name: 'alf-xs-192-b', envs: alf, ...size.xs, maxLen: 192, episodes: 50, steps: 300, seed: 2 },
+  { name: 'alf-xs-256-a', envs: alf, ...size.xs, maxLen: 256, episodes: 100, steps: 400, seed: 1 },
+  { name: 'alf-s-192-a', envs: alf, ...size.s, maxLen: 192, episodes: 100, steps: 500, seed: 1 },
+  { name: 'alf-s-256-a', envs: alf, ...size.s, maxLen: 256, episodes: 100, steps: 500, seed: 1 },
+  { name: 'alf-s-256-b', envs: alf, ...size.s, maxLen: 256, episodes: 100, steps: 500, seed: 2 },
+  { name: 'alf-s-256-c', envs: alf, ...size.s, maxLen: 256, episodes: 100, steps: 500, seed: 3 },
+  { name: 'alf-s-256-lo', envs: alf, ...size.s, maxLen: 256, episodes: 25, steps: 300, seed: 1, note: 'little data' },
+  { name: 'alf-s-256-hi', envs: alf, ...size.s, maxLen: 256, episodes: 200, steps: 800, seed: 1, note: 'more data' },
+  { name: 'alf-s-384-a', envs: alf, ...size.s, maxLen: 384, episodes: 100, steps: 500, seed: 1 },
+  { name: 'alf-m-256-a', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 800, seed: 1 },
+  { name: 'alf-m-256-b', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 800, seed: 2 },
+  { name: 'alf-m-256-lo', envs: alf, ...size.m, maxLen: 256, episodes: 40, steps: 500, seed: 1, note: 'little data' },
+  { name: 'alf-m-256-nohint', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 800, seed: 1, hintRate: 0, note: 'never saw a hint' },
+  { name: 'alf-m-256-nonoise', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 800, seed: 1, noise: 0, note: 'expert paths only' },
+  { name: 'alf-m-384-a', envs: alf, ...size.m, maxLen: 384, episodes: 150, steps: 800, seed: 1 },
+  { name: 'alf-l-256-a', envs: alf, ...size.l, maxLen: 256, episodes: 200, steps: 1200, seed: 1 },
+  { name: 'alf-l-384-a', envs: alf, ...size.l, maxLen: 384, episodes: 200, steps: 1200, seed: 1 },
+  { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 100, steps: 500, seed: 1 },
+  { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 200, steps: 800, seed: 1 },
+  { name: 'alf-xs-192-a-ft', envs: alf, ...size.xs, maxLen: 192, episodes: 50, steps: 200, seed: 11, base: 'alf-xs-192-a', note: 'alf-xs-192-a trained further' },
+  { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 100, steps: 300, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
+  { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 400, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
+] satisfies ZooConfig[]);
+
+/** A config with defaults filled, the tiny budget applied, and its hash. */
+export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note'>> {
+  /** the name as asked for (with `@tiny` when tiny) */
+  id: string;
+  tiny: boolean;
+  base: ResolvedConfig | null;
+  hash: string;
+  note: string;
+}
+
+/** Resolve `name` or `name@tiny` against the zoo. Throws LM_UNKNOWN naming the zoo's entries. */
+export function resolveConfig(id: string, zoo: readonly ZooConfig[] = ZOO): ResolvedConfig {
+  const tiny = id.endsWith('@tiny');
+  const name = tiny ? id.slice(0, -5) : id;
+  const c = zoo.find((z) => z.name === name);
+  if (!c) throw new LmTargetError('LM_UNKNOWN', `lm/${id} is not in the zoo; known: ${zoo.map((z) => z.name).join(', ')} (add @tiny for the tiny build)`, { data: { name: id } });
+  const base = c.base ? resolveConfig(tiny ? `${c.base}@tiny` : c.base, zoo) : null;
+  const r = {
+    envs: [...c.envs].sort(),
+    dModel: base?.dModel ?? c.dModel,
+    nLayers: base?.nLayers ?? c.nLayers,
+    nHeads: base?.nHeads ?? c.nHeads,
+    dFf: base?.dFf ?? c.dFf,
+    maxLen: base?.maxLen ?? c.maxLen,
+    episodes: tiny ? Math.min(c.episodes, TINY_BUDGET.episodes) : c.episodes,
+    steps: tiny ? Math.min(c.steps, TINY_BUDGET.steps) : c.steps,
+    batch: c.batch ?? 24,
+    lr: c.lr ?? 1e-3,
+    noise: c.noise ?? 0.15,
+    hintRate: c.hintRate ?? 0.3,
+    seed: c.seed,
+    temperature: c.temperature ?? 0.5,
+  };
+  const hash = createHash('sha256')
+    .update(JSON.stringify({ v: LM_TRAIN_VERSION, ...r, base: base?.hash ?? null }))
+    .digest('hex')
+    .slice(0, 16);
+  return { ...r, name, id, tiny, base, hash, note: c.note ?? '' };
+}
+
+/** What meta.json holds. */
+export interface LmMeta {
+  format: typeof LM_META_FORMAT;
+  id: string;
+  hash: string;
+  config: Omit<ResolvedConfig, 'base'> & { base: string | null };
+  words: string[];
+  vocabSize: number;
+  maxLen: number;
+  maxNewTokens: number;
+  eosId: number;
+  params: number;
+  rows: number;
+  decisions: number;
+  /** mean loss of the first and the last tenth of the steps */
+  lossFirst: number;
+  lossLast: number;
+  ms: { data: number; train: number; export: number; total: number };
+  torch: string;
+}
+
+/** The zoo folder: `dir`, else HR1_ZOO_DIR, else `.hr1/zoo` under the working directory. */
+export function zooDir(dir?: string): string {
+  return resolve(dir ?? process.env['HR1_ZOO_DIR'] ?? DEFAULT_ZOO_DIR);
+}
+
+/** The folder of a built config (it may not exist). */
+export function modelDir(c: ResolvedConfig, dir?: string): string {
+  return join(zooDir(dir), c.hash);
+}
+
+/** meta.json of a built config, or null. */
+export function readMeta(c: ResolvedConfig, dir?: string): LmMeta | null {
+  const p = join(modelDir(c, dir), 'meta.json');
+  if (!existsSync(p)) return null;
+  return JSON.parse(readFileSync(p, 'utf8')) as LmMeta;
+}
+
+export interface BuildOptions {
+  /** zoo names (`name` or `name@tiny`); default: every entry */
+  only?: readonly string[];
+  /** build the tiny variants (`name@tiny`) of the chosen entries */
+  tiny?: boolean;
+  /** zoo folder (see {@link zooDir}) */
+  dir?: string;
+  /** one line per event (start, done, cached) */
+  log?: (line: string) => void;
+  /** a progress bar on stderr over all steps. @default false */
+  progress?: boolean;
+  /** rebuild even when cached */
+  force?: boolean;
+  /** the learner's python (tests) */
+  python?: string;
+  /** the config table. @default ZOO */
+  zoo?: readonly ZooConfig[];
+}
+
+export interface BuildResult {
+  id: string;
+  hash: string;
+  dir: string;
+  cached: boolean;
+  params: number;
+  lossFirst: number;
+  lossLast: number;
+  ms: number;
+}
+
+function lrAt(c: ResolvedConfig, step: number): number {
+  const warm = Math.max(1, Math.floor(c.steps * 0.05));
+  if (step < warm) return (c.lr * (step + 1)) / warm;
+  const t = (step - warm) / Math.max(1, c.steps - warm);
+  return c.lr * (0.1 + 0.45 * (1 + Math.cos(Math.PI * t)));
+}
+
+/** Build one resolved config (its base first when it has one). */
+async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) => void): Promise<BuildResult> {
+  const root = zooDir(o.dir);
+  const dir = modelDir(c, o.dir);
+  const cachedMeta = o.force ? null : readMeta(c, o.dir);
+  if (cachedMeta) {
+    tick(c.steps);
+    o.log?.(`lm/${c.id}: cached (${dir})`);
+    return { id: c.id, hash: c.hash, dir, cached: true, params: cachedMeta.params, lossFirst: cachedMeta.lossFirst, lossLast: cachedMeta.lossLast, ms: 0 };
+  }
+  const baseMeta = c.base ? readMeta(c.base, o.dir) : null;
+  if (c.base && !baseMeta) throw new LmTargetError('LM_NOT_BUILT', `lm/${c.id} trains further from lm/${c.base.id}, which is not built; build it first`, { data: { base: c.base.id } });
+  const t0 = performance.now();
+  const words = baseMeta ? baseMeta.words : await harvestWords(c.envs);
+  const tok = new LmTokenizer(words);
+  const decisions: BcDecision[] = [];
+  for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise })));
+  const rates: HintRates = { skills: c.hintRate, hint: c.hintRate, injected: c.hintRate * 0.5 };
+  const rows = bcRows(decisions, tok, { maxLen: c.maxLen, maxNewTokens: DEFAULT_MAX_NEW_TOKENS }, rates, c.seed);
+  const t1 = performance.now();
+  o.log?.(`lm/${c.id}: ${decisions.length} decisions → ${rows.length} rows, vocab ${tok.size}; training ${c.steps} steps`);
+  const tmp = join(root, `${c.hash}.tmp`);
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const lp = await LearnerProcess.start(o.python ? { python: o.python } : {});
+  try {
+    let info;
+    if (c.base) info = await lp.load({ path: join(modelDir(c.base, o.dir), 'model.pt'), device: 'cpu' });
+    else
+      info = await lp.init({
+        config: { vocabSize: tok.size, dModel: c.dModel, nLayers: c.nLayers, nHeads: c.nHeads, dFf: c.dFf, maxLen: c.maxLen, padId: PAD_ID, bosId: BOS_ID, eosId: EOS_ID },
+        optim: { lr: c.lr, weightDecay: 0.01 },
+        seed: c.seed,
+        device: 'cpu',
+      });
+    const rng = new Rng(`lm-train:${c.seed}`);
+    let order: number[] = [];
+    const losses: number[] = [];
+    for (let s = 0; s < c.steps; s++) {
+      const idx: number[] = [];
+      while (idx.length < c.batch) {
+        if (order.length === 0) order = rng.shuffle(rows.map((_, i) => i));
+        idx.push(order.pop()!);
+      }
+      const r = await lp.sftStep({ prompts: idx.map((i) => rows[i]!.prompt), completions: idx.map((i) => rows[i]!.completion), lr: lrAt(c, s) });
+      losses.push(r.loss);
+      tick(1);
+    }
+    const t2 = performance.now();
+    await lp.export({ path: join(tmp, 'model.onnx') });
+    await lp.save({ path: join(tmp, 'model.pt') });
+    const t3 = performance.now();
+    const tenth = Math.max(1, Math.floor(losses.length / 10));
+    const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+    const { base, ...rest } = c;
+    const meta: LmMeta = {
+      format: LM_META_FORMAT,
+      id: c.id,
+      hash: c.hash,
+      config: { ...rest, base: base?.id ?? null },
+      words: [...words],
+      vocabSize: tok.size,
+      maxLen: c.maxLen,
+      maxNewTokens: DEFAULT_MAX_NEW_TOKENS,
+      eosId: EOS_ID,
+      params: info.params,
+      rows: rows.length,
+      decisions: decisions.length,
+      lossFirst: mean(losses.slice(0, tenth)),
+      lossLast: mean(losses.slice(-tenth)),
+      ms: { data: Math.round(t1 - t0), train: Math.round(t2 - t1), export: Math.round(t3 - t2), total: Math.round(t3 - t0) },
+      torch: info.torch,
+    };
+    writeFileSync(join(tmp, 'meta.json'), `${JSON.stringify(meta, null, 1)}\n`);
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(tmp, dir);
+    o.log?.(`lm/${c.id}: built in ${(meta.ms.total / 1000).toFixed(1)} s (${meta.params} params, loss ${meta.lossFirst.toFixed(3)} → ${meta.lossLast.toFixed(3)}) → ${dir}`);
+    return { id: c.id, hash: c.hash, dir, cached: false, params: meta.params, lossFirst: meta.lossFirst, lossLast: meta.lossLast, ms: meta.ms.total };
+  } finally {
+    await lp.close();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Build zoo entries (bases before their fine-tuned variants), skipping what is cached.
+ *
+ * @example
+ * await buildZoo({ only: ['alf-xs-192-a'], tiny: true, log: console.log });
+ */
+export async function buildZoo(o: BuildOptions = {}): Promise<BuildResult[]> {
+  const ids = (o.only ?? (o.zoo ?? ZOO).map((z) => z.name)).map((n) => (o.tiny && !n.endsWith('@tiny') ? `${n}@tiny` : n));
+  const wanted: ResolvedConfig[] = [];
+  const add = (c: ResolvedConfig): void => {
+    if (c.base) add(c.base);
+    if (!wanted.some((w) => w.hash === c.hash)) wanted.push(c);
+  };
+  for (const id of ids) add(resolveConfig(id, o.zoo));
+  const total = wanted.reduce((a, c) => a + c.steps, 0);
+  const bar = o.progress ? new cliProgress.SingleBar({ format: 'zoo [{bar}] {percentage}% | {value}/{total} steps | {model}', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
+  bar?.start(total, 0, { model: '' });
+  const out: BuildResult[] = [];
+  try {
+    for (const c of wanted) {
+      bar?.update({ model: `lm/${c.id}` });
+      out.push(await buildOne(c, o, (n) => bar?.increment(n)));
+    }
+  } finally {
+    bar?.stop();
+  }
+  return out;
+}

@@ -1,0 +1,94 @@
+import test from 'ava';
+import { collectDecisions } from '../../../policies/targets/lm/bc.ts';
+import { buildContext, segmentMessages } from '../../../policies/targets/lm/context.ts';
+import { BOS_ID, LmTokenizer } from '../../../policies/targets/lm/tokenizer.ts';
+import { harvestWords } from '../../../policies/targets/lm/vocab.ts';
+import type { ChatMessage } from '../../../policies/harness/index.ts';
+
+const words = await harvestWords(['alfworld']);
+const tok = new LmTokenizer(words);
+const decisions = await collectDecisions({ env: 'alfworld', episodes: 12, seed: 5 });
+
+test('vocab - harvested deterministically, covers ALFWorld words and hint phrasings', async (t) => {
+  t.deepEqual(await harvestWords(['alfworld']), words);
+  t.true(words.length > 200 && words.length < 1000, `${words.length} words`);
+  for (const w of ['go', 'cabinet', 'desklamp', 'admissible', 'notes', 'loop', 'skills', 'hint']) t.true(words.includes(w), w);
+});
+
+test('tokenizer - every expert action round-trips exactly', (t) => {
+  const actions = new Set(decisions.flatMap((d) => [d.action, ...d.admissible]));
+  t.true(actions.size > 100);
+  for (const a of actions) t.is(tok.decode(tok.encode(a)), a.toLowerCase(), a);
+});
+
+test('tokenizer - observations round-trip up to case, with almost no spelled words', (t) => {
+  let spelled = 0;
+  let total = 0;
+  for (const d of decisions) {
+    const text = d.messages[d.messages.length - 1]!.content;
+    const ids = tok.encode(text);
+    total += ids.length;
+    spelled += ids.filter((i) => i === tok.special('<w>')).length;
+    t.is(tok.decode(ids), text.toLowerCase().replace(/\s+/g, ' ').trim());
+  }
+  t.true(spelled / total < 0.01, `${spelled}/${total} spelled`);
+});
+
+test('tokenizer - unknown words and numbers are spelled and come back; WebShop actions keep their brackets', (t) => {
+  const text = 'click[b07xyzq9k] search[zyzzyva 3-pack, 12345 ounce]';
+  const ids = tok.encode(text);
+  t.true(ids.includes(tok.special('<w>')));
+  t.is(tok.decode(ids), 'click[b07xyzq9k] search[zyzzyva 3-pack, 12345 ounce]');
+  t.is(tok.decode(tok.encode('put mug 1 in/on shelf 2')), 'put mug 1 in/on shelf 2');
+  t.is(tok.decode(tok.encode('think: the mug is probably in the cabinet.')), 'think: the mug is probably in the cabinet.');
+});
+
+function longConversation(n: number): ChatMessage[] {
+  const d = decisions.find((x) => x.messages.length > 8) ?? decisions[decisions.length - 1]!;
+  const msgs = d.messages.map((m) => ({ ...m }));
+  for (let i = 0; i < n; i++) msgs.push({ role: 'assistant', content: `go to cabinet ${i + 1}` }, { role: 'user', content: `The cabinet ${i + 1} is closed.` });
+  return msgs;
+}
+
+test('context - always fits maxLen minus the action room, starts with BOS and ends with <act>', (t) => {
+  for (const maxLen of [64, 128, 192, 256, 384]) {
+    for (const d of [...decisions, { messages: longConversation(60) }]) {
+      const ids = buildContext(d.messages, tok, { maxLen });
+      t.true(ids.length <= maxLen - 20, `maxLen ${maxLen}: ${ids.length}`);
+      t.is(ids[0], BOS_ID);
+      t.is(ids[ids.length - 1], tok.special('<act>'));
+    }
+  }
+});
+
+test('context - keeps the instruction head, the goal, skills, the hint and the newest turns; marks the cut', (t) => {
+  const msgs = longConversation(60);
+  msgs[0] = { role: 'system', content: `${msgs[0]!.content}\n\nSkills:\n1. Open a closed receptacle before you look inside.` };
+  msgs.push({ role: 'user', content: 'Hint: Admissible actions: go to drawer 4, open cabinet 60.' });
+  const ids = buildContext(msgs, tok, { maxLen: 256 });
+  const text = tok.decode(ids);
+  const seg = segmentMessages(msgs);
+  t.true(seg.goal.length > 5);
+  t.true(text.includes(tok.decode(tok.encode(seg.goal))), 'goal kept');
+  t.true(text.startsWith('interact with a household'), 'instruction head kept');
+  t.true(text.includes('open a closed receptacle'), 'skills kept');
+  t.true(text.includes('admissible actions: go to drawer 4, open cabinet 60.'), 'hint kept');
+  t.true(text.includes('the cabinet 60 is closed.'), 'newest observation kept');
+  t.false(text.includes('go to cabinet 2 '), 'old turns dropped');
+  t.true(ids.includes(tok.special('<cut>')));
+  t.is(ids.filter((i) => i === tok.special('<hint>')).length, 1);
+});
+
+test('context - a user turn after a user turn is read as an injected hint', (t) => {
+  const seg = segmentMessages([
+    { role: 'system', content: 'Do things.' },
+    { role: 'user', content: 'You see a desk 1.\nYour task is to: put a pen in desk.' },
+    { role: 'assistant', content: 'go to desk 1' },
+    { role: 'user', content: 'Nothing happens.' },
+    { role: 'user', content: 'That had no effect.' },
+    { role: 'user', content: 'Hint: try open drawer 1' },
+  ]);
+  t.is(seg.goal, 'put a pen in desk.');
+  t.deepEqual(seg.turns.map((x) => x.kind), ['act', 'obs', 'hint', 'hint']);
+  t.is(seg.turns[3]!.text, 'try open drawer 1');
+});
