@@ -5,7 +5,7 @@
 import { resolveProtocol, type AlfState, type Game, type ProtocolName, type StepResult } from '../envs/alfworld/index.ts';
 import { ALFWORLD_INSTRUCTIONS, parseAlfworldAction, type EnvFactory, type EnvFeedback, type EnvSession, type EnvStart, type ParsedAction } from '../policies/harness/index.ts';
 import { Hr1Error } from '../cluster/errors.ts';
-import type { WorkerPool } from '../cluster/pool.ts';
+import type { Stepper } from './env.ts';
 
 interface PooledStep {
   result: StepResult;
@@ -19,7 +19,7 @@ class PooledAlfworldSession implements EnvSession {
   readonly maxSteps: number;
   private state: AlfState | null = null;
   private nextExpert: string | null = null;
-  constructor(private readonly game: Game, private readonly pool: WorkerPool, private readonly protocol: ProtocolName) {
+  constructor(private readonly game: Game, private readonly pool: Stepper, private readonly protocol: ProtocolName) {
     this.taskId = game.id;
     const limit = resolveProtocol(protocol).stepLimit;
     this.maxSteps = limit > 0 ? limit : 50;
@@ -73,7 +73,7 @@ class PooledAlfworldSession implements EnvSession {
   }
 }
 
-export function pooledAlfworldEnv(game: Game, pool: WorkerPool, opts: { protocol?: ProtocolName } = {}): EnvFactory {
+export function pooledAlfworldEnv(game: Game, pool: Stepper, opts: { protocol?: ProtocolName } = {}): EnvFactory {
   const protocol = opts.protocol ?? 'react';
   return { env: 'alfworld', taskId: game.id, open: () => new PooledAlfworldSession(game, pool, protocol) };
 }

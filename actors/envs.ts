@@ -7,7 +7,7 @@ import { loadGames } from '../envs/alfworld/index.ts';
 import { getTask, loadTasks, SHIPPED_SETS } from '../envs/dbbench/index.ts';
 import { alfworldEnv, dbbenchEnv, webshopEnv, type EnvFactory } from '../policies/harness/index.ts';
 import { loadWebshop } from '../envs/webshop/index.ts';
-import type { WorkerPool } from '../cluster/pool.ts';
+import type { Stepper } from './env.ts';
 import { pooledAlfworldEnv } from './env-pool.ts';
 
 export const ENV_NAMES = ['alfworld', 'dbbench', 'webshop'] as const;
@@ -55,7 +55,7 @@ export function listTasks(env: string, split?: string, opts: EnvOptions = {}): s
 }
 
 /** A session factory for one task. With `pool`, ALFWorld steps run in the worker pool. */
-export function envFactory(env: string, taskId: string, opts: EnvOptions = {}, pool?: WorkerPool): EnvFactory {
+export function envFactory(env: string, taskId: string, opts: EnvOptions = {}, pool?: Stepper): EnvFactory {
   if (env === 'alfworld') {
     const game = loadGames(opts.data ? { dataDir: opts.data } : {}).get(taskId);
     const o = { protocol: opts.protocol ?? 'react' } as const;

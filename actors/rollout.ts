@@ -4,7 +4,8 @@
  * chunk lost with its node is sent again; episodes are deterministic, so the result is the same.
  */
 import { createHash } from 'node:crypto';
-import type { Cluster, Handle } from '../cluster/client.ts';
+import type { ActorRef, Cluster, Handle } from '../cluster/client.ts';
+import { EnvActor } from './env.ts';
 import { ActorDiedError, BackpressureError, CallTimeoutError, Hr1Error } from '../cluster/errors.ts';
 import { baseHarness, composeHarness, harnessVersion, patchHash, toPatch, type EpisodeRecord } from '../policies/harness/index.ts';
 import { episodeKey, type EpisodeCache, type EpisodeKey } from './cache.ts';
@@ -30,6 +31,10 @@ export interface RolloutOptions {
   window?: number;
   /** worker threads per target actor for ALFWorld steps (0 = inline). @default 0 */
   envThreads?: number;
+  /** run ALFWorld steps in an EnvActor replica group of this many replicas (spread over nodes) instead. @default 0 */
+  envActors?: number;
+  /** worker threads per EnvActor. @default 2 */
+  envActorThreads?: number;
   /** episodes each actor runs at once. @default 16 */
   concurrency?: number;
   /** null = no cache */
@@ -52,10 +57,15 @@ function shortHash(s: string): string {
 }
 
 /** The named replica group serving one target (get-or-create, restarted on node loss). */
-export async function targetGroup(cluster: Cluster, target: string, opts: { replicas?: number; envThreads?: number; concurrency?: number } = {}): Promise<Handle<typeof TargetActor.def.protocol>> {
+export async function targetGroup(cluster: Cluster, target: string, opts: { replicas?: number; envThreads?: number; concurrency?: number; envActor?: ActorRef } = {}): Promise<Handle<typeof TargetActor.def.protocol>> {
   const envThreads = opts.envThreads ?? 0;
-  const name = `tgt-${shortHash(target)}-t${envThreads}-c${opts.concurrency ?? 16}-r${opts.replicas ?? 1}`;
-  return cluster.spawn(TargetActor.options({ name, replicas: opts.replicas ?? 1, maxRestarts: -1, maxConcurrency: 4, maxPending: 4096 }), { target, envThreads, concurrency: opts.concurrency ?? 16 });
+  const name = `tgt-${shortHash(`${target}|${opts.envActor?.actorId ?? ''}`)}-t${envThreads}-c${opts.concurrency ?? 16}-r${opts.replicas ?? 1}`;
+  return cluster.spawn(TargetActor.options({ name, replicas: opts.replicas ?? 1, maxRestarts: -1, maxConcurrency: 4, maxPending: 4096 }), { target, envThreads, concurrency: opts.concurrency ?? 16, ...(opts.envActor ? { envActor: opts.envActor } : {}) });
+}
+
+/** The named EnvActor replica group for an env (get-or-create, restarted on node loss). */
+export async function envGroup(cluster: Cluster, env: 'alfworld' | 'webshop', replicas: number, threads: number): Promise<Handle<typeof EnvActor.def.protocol>> {
+  return cluster.spawn(EnvActor.options({ name: `env-${env}-r${replicas}-t${threads}`, replicas, maxRestarts: -1, maxConcurrency: 4096, maxPending: 65_536 }), { env, threads });
 }
 
 /** Keys of a rollout's episodes (for the cache and for reports). */
@@ -95,7 +105,8 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
   let resent = 0;
   if (todo.length > 0) {
     const replicas = opts.replicas ?? 1;
-    const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency: opts.concurrency ?? 16 });
+    const envActor = (opts.envActors ?? 0) > 0 && spec.env === 'alfworld' ? (await envGroup(cluster, 'alfworld', opts.envActors!, opts.envActorThreads ?? 2)).ref : undefined;
+    const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency: opts.concurrency ?? 16, ...(envActor ? { envActor } : {}) });
     const size = opts.chunk ?? 8;
     const chunks: { e: EpisodeRef; i: number }[][] = [];
     for (let k = 0; k < todo.length; k += size) chunks.push(todo.slice(k, k + size));

@@ -10,6 +10,8 @@ import { defineActor } from '../cluster/actor.ts';
 import { WorkerPool } from '../cluster/pool.ts';
 import { baseHarness, composeHarness, runEpisode, type EpisodeRecord, type Harness, type Model } from '../policies/harness/index.ts';
 import { envFactory, type EnvOptions } from './envs.ts';
+import { EnvActor, type Stepper } from './env.ts';
+import { ActorRefSchema, type Cluster } from '../cluster/client.ts';
 import { makeModel } from './models.ts';
 
 export const EpisodeRefSchema = z.object({ taskId: z.string(), seed: z.number().int() });
@@ -44,7 +46,7 @@ export type RolloutChunk = z.input<typeof RolloutChunkSchema>;
 export const DEFAULT_EPISODE_CONCURRENCY = 16;
 
 /** Run episodes with at most `limit` in flight; results in input order. */
-export async function runEpisodes(env: string, envOptions: EnvOptions, harness: Harness, model: Model, episodes: readonly EpisodeRef[], limit: number, pool?: WorkerPool, onDone?: () => void): Promise<EpisodeRecord[]> {
+export async function runEpisodes(env: string, envOptions: EnvOptions, harness: Harness, model: Model, episodes: readonly EpisodeRef[], limit: number, pool?: Stepper, onDone?: () => void): Promise<EpisodeRecord[]> {
   const out = new Array<EpisodeRecord>(episodes.length);
   let next = 0;
   await Promise.all(
@@ -68,15 +70,22 @@ export const TargetActor = defineActor({
     /** worker threads for ALFWorld env steps; 0 = step in this thread */
     envThreads: z.number().int().min(0).max(64).default(0),
     concurrency: z.number().int().min(1).max(1024).default(DEFAULT_EPISODE_CONCURRENCY),
+    /** step ALFWorld through this EnvActor (a replica group, possibly on other nodes) instead */
+    envActor: ActorRefSchema.optional(),
   }),
   protocol: {
     rollout: { input: RolloutChunkSchema, output: z.object({ records: z.array(EpisodeRecordSchema), node: z.string() }) },
     info: { input: z.null(), output: z.object({ target: z.string(), model: z.string(), node: z.string(), episodes: z.number(), envThreads: z.number() }) },
   },
-  create: async ({ target, envThreads, concurrency }) => {
+  create: async ({ target, envThreads, concurrency, envActor }, ctx) => {
     const model = await makeModel(target);
+    if (envActor) {
+      const h = (ctx.services as Cluster).handle(EnvActor, envActor);
+      const stepper: Stepper = { run: <O>(task: string, input: unknown) => h.run({ task, input }, { timeout: '2m' }) as Promise<O> };
+      return { target, model, pool: stepper, ownPool: undefined as WorkerPool | undefined, concurrency, envThreads, episodes: 0 };
+    }
     const pool = envThreads > 0 ? new WorkerPool({ module: fileURLToPath(new URL('../envs/alfworld/worker.ts', import.meta.url)), threads: Math.min(envThreads, availableParallelism() * 4) }) : undefined;
-    return { target, model, pool, concurrency, envThreads, episodes: 0 };
+    return { target, model, pool: pool as Stepper | undefined, ownPool: pool, concurrency, envThreads, episodes: 0 };
   },
   handlers: {
     rollout: async (s, chunk, ctx) => {
@@ -88,6 +97,6 @@ export const TargetActor = defineActor({
     info: (s, _i, ctx) => ({ target: s.target, model: s.model.name, node: ctx.nodeId, episodes: s.episodes, envThreads: s.envThreads }),
   },
   destroy: async (s) => {
-    await s.pool?.destroy();
+    await s.ownPool?.destroy();
   },
 });

@@ -52,7 +52,15 @@ export async function benchRollout(o: BenchRolloutOptions): Promise<void> {
   for (const mode of ['inproc', 'nats'] as const) {
     const rt = await init({ inProcess: mode === 'inproc' });
     try {
-      for (const envThreads of [0, 1, 2]) {
+      for (const envThreads of [0, 1, 2, -1]) {
+        if (envThreads === -1) {
+          // an EnvActor replica (2 threads) serving every target's steps
+          await rollout(rt.cluster, { env: 'alfworld', target: o.target, episodes: episodes.slice(0, 48) }, { cache: null, envActors: 1, envActorThreads: 2, concurrency: 128 });
+          const r = await rollout(rt.cluster, { env: 'alfworld', target: o.target, episodes }, { cache: null, envActors: 1, envActorThreads: 2, chunk: 64, window: 4, concurrency: 128 });
+          const steps = r.records.reduce((n, x) => n + x.outcome.steps, 0);
+          rows.push([`end to end, ${rt.mode}, EnvActor (2 threads)`, ((episodes.length / r.stats.ms) * 1000).toFixed(0), ((steps / r.stats.ms) * 1000).toFixed(0), `${(summarizeRecords(r.records).success * 100).toFixed(1)}%`, '']);
+          continue;
+        }
         // warm up the actor (and its pool) before timing
         await rollout(rt.cluster, { env: 'alfworld', target: o.target, episodes: episodes.slice(0, 48) }, { cache: null, envThreads, concurrency: envThreads > 0 ? 128 : 16 });
         const r = await rollout(rt.cluster, { env: 'alfworld', target: o.target, episodes }, { cache: null, envThreads, chunk: envThreads > 0 ? 64 : 16, window: 4, concurrency: envThreads > 0 ? 128 : 16 });

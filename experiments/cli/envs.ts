@@ -108,9 +108,33 @@ export async function benchEnv(env: string, o: { seconds: number; threads: numbe
     return;
   }
   if (env === 'webshop') {
-    const mod = (await import('../../envs/webshop/index.ts')) as unknown as { benchWebshop: (o: { seconds?: number }) => Promise<Record<string, number>> | Record<string, number> };
-    const r = await mod.benchWebshop({ seconds: o.seconds });
-    console.log(table(['webshop, direct', 'figure'], Object.entries(r).map(([k, v]) => [k, typeof v === 'number' ? v.toFixed(3) : String(v)])));
+    const ws = await import('../../envs/webshop/index.ts');
+    const r = await ws.benchWebshop({ seconds: o.seconds });
+    console.log(table(['webshop, direct (1 thread)', 'figure'], Object.entries(r).map(([k, v]) => [k, typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : String(v)])));
+    const pool = new WorkerPool({ module: fileURLToPath(new URL('../../envs/webshop/worker.ts', import.meta.url)), threads: o.threads, batchSize: 64 });
+    try {
+      const env = ws.loadWebshop();
+      const goals = env.goals;
+      const eps = Array.from({ length: 256 }, (_, i) => ws.reset(env, goals[i % goals.length]!.id, {}).state);
+      for (let i = 0; i < 3; i++) await pool.runMany('expertStep', eps.map((state) => ({ state })));
+      let steps = 0;
+      const t0 = performance.now();
+      const end = t0 + o.seconds * 1000;
+      await Promise.all(
+        eps.map(async (s0, i) => {
+          let state = s0;
+          while (performance.now() < end) {
+            const r = (await pool.run('expertStep', { state })) as { state: typeof state; done: boolean };
+            steps++;
+            state = r.done ? ws.reset(env, goals[(i + steps) % goals.length]!.id, {}).state : r.state;
+          }
+        }),
+      );
+      const rate = (steps / (performance.now() - t0)) * 1000;
+      console.log(`\nwebshop through the pool (${o.threads} threads, 64 steps a message, 256 episodes in flight, expert action computed in the worker): ${rate.toFixed(0)} steps/s, ${(rate / o.threads).toFixed(0)} per thread`);
+    } finally {
+      await pool.destroy();
+    }
     return;
   }
   throw new Error(`unknown env "${env}"; choose alfworld, dbbench or webshop`);

@@ -30,13 +30,18 @@ test('rollout - the same config and seeds give the same records; the cache serve
   }
 });
 
-test('rollout - ALFWorld steps through the env worker pool give the same records as inline steps', async (t) => {
+test('rollout - ALFWorld steps through the env worker pool or an EnvActor give the same records as inline steps', async (t) => {
   const rt = await init({ inProcess: true });
   try {
     const few = episodes.slice(0, 8);
     const inline = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/gemma-3b', episodes: few }, { cache: null });
     const pooled = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/gemma-3b', episodes: few }, { cache: null, envThreads: 2 });
     t.is(canonicalJson(pooled.records), canonicalJson(inline.records));
+    // and through an EnvActor (its own actor, possibly on another node), batched across episodes
+    const viaActor = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/gemma-3b', episodes: few }, { cache: null, envActors: 1, envActorThreads: 2 });
+    t.is(canonicalJson(viaActor.records), canonicalJson(inline.records));
+    const st = await rt.cluster.status();
+    t.true(st.some((h) => h.actors.some((a) => a.cls === 'EnvActor')), 'an EnvActor served the steps');
   } finally {
     await rt.shutdown();
   }

@@ -1,0 +1,48 @@
+/**
+ * EnvActor: a pool of env worker threads behind an actor, so env steps can run on other nodes
+ * than the targets. Steps of many episodes (from any TargetActor) batch into pool messages;
+ * the state travels with each step, so any replica and any thread serves any episode.
+ */
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { defineActor } from '../cluster/actor.ts';
+import { WorkerPool } from '../cluster/pool.ts';
+
+/** What env sessions need to step through a pool: the WorkerPool itself, or an EnvActor handle. */
+export interface Stepper {
+  run<O = unknown>(task: string, input: unknown): Promise<O>;
+}
+
+const WORKERS: Record<string, string> = {
+  alfworld: fileURLToPath(new URL('../envs/alfworld/worker.ts', import.meta.url)),
+  webshop: fileURLToPath(new URL('../envs/webshop/worker.ts', import.meta.url)),
+};
+
+export const EnvActor = defineActor({
+  name: 'EnvActor',
+  args: z.object({
+    env: z.enum(['alfworld', 'webshop']),
+    threads: z.number().int().min(1).max(256).default(2),
+    batchSize: z.number().int().min(1).default(64),
+  }),
+  protocol: {
+    run: { input: z.object({ task: z.string(), input: z.unknown() }), output: z.unknown() },
+    runBatch: { input: z.object({ task: z.string(), inputs: z.array(z.unknown()).max(65_536) }), output: z.array(z.unknown()) },
+    info: { input: z.null(), output: z.object({ env: z.string(), threads: z.number(), node: z.string(), steps: z.number() }) },
+  },
+  create: ({ env, threads, batchSize }) => ({ env, threads, steps: 0, pool: new WorkerPool({ module: WORKERS[env]!, threads, batchSize }) }),
+  handlers: {
+    run: (s, { task, input }) => {
+      s.steps++;
+      return s.pool.run(task, input);
+    },
+    runBatch: (s, { task, inputs }) => {
+      s.steps += inputs.length;
+      return s.pool.runMany(task, inputs);
+    },
+    info: (s, _i, ctx) => ({ env: s.env, threads: s.threads, node: ctx.nodeId, steps: s.steps }),
+  },
+  destroy: async (s) => {
+    await s.pool.destroy();
+  },
+});
