@@ -26,7 +26,7 @@ export const LM_META_FORMAT = 'hr1-lm/1';
 /** where built models live. @default '.hr1/zoo' under the working directory (HR1_ZOO_DIR overrides) */
 export const DEFAULT_ZOO_DIR = '.hr1/zoo';
 /** the tiny budget `name@tiny` trains with */
-export const TINY_BUDGET = { episodes: 30, steps: 150 } as const;
+export const TINY_BUDGET = { episodes: 30, steps: 120 } as const;
 
 /** One zoo entry. Everything but `name` and `note` goes into the hash. */
 export interface ZooConfig {

@@ -1,0 +1,112 @@
+/**
+ * CI's zoo build: two tiny lm targets trained by the real torch learner, served by
+ * onnxruntime-node, played on ALFWorld through the harness against an untrained model.
+ */
+import test from 'ava';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runEpisode, type EpisodeRecord } from '../../../policies/harness/index.ts';
+import { EVAL_SPLIT, envFactory, taskIds } from '../../../policies/targets/lm/bc.ts';
+import { lmModel } from '../../../policies/targets/lm/model.ts';
+import { buildZoo, readMeta, resolveConfig, ZOO, type ZooConfig } from '../../../policies/targets/lm/zoo.ts';
+import { readFileSync } from 'node:fs';
+
+const dir = mkdtempSync(join(tmpdir(), 'hr1-zoo-'));
+test.after.always(() => rmSync(dir, { recursive: true, force: true }));
+
+// the untrained baseline: the first tiny config with no optimizer step
+const zoo: ZooConfig[] = [...ZOO, { ...ZOO.find((z) => z.name === 'alf-xs-192-a')!, name: 'untrained', steps: 0 }];
+const VERB = /^(go to|take|put|open|close|toggle|clean|heat|cool|use|examine|look|inventory)\b/;
+const GAMES = taskIds('alfworld', EVAL_SPLIT.alfworld).slice(0, 6);
+const FEW = GAMES.slice(0, 3);
+
+interface Figures {
+  verbForm: number;
+  noop: number;
+  success: number;
+  records: EpisodeRecord[];
+}
+
+async function play(name: string, seed = 1, games = GAMES): Promise<Figures> {
+  const m = await lmModel(name, { dir, zoo });
+  const records: EpisodeRecord[] = [];
+  try {
+    for (const g of games) records.push(await runEpisode(envFactory('alfworld', g), { model: m, seed }));
+  } finally {
+    await m.release();
+  }
+  const steps = records.flatMap((r) => r.steps);
+  return {
+    verbForm: steps.filter((s) => VERB.test(s.action)).length / steps.length,
+    noop: steps.filter((s) => s.observation.startsWith('Nothing happens')).length / steps.length,
+    success: records.filter((r) => r.outcome.won).length / records.length,
+    records,
+  };
+}
+
+const built = (async () => {
+  const t0 = performance.now();
+  // one learner process per build, two at once (two cores)
+  const [a, b] = await Promise.all([buildZoo({ only: ['alf-xs-192-a', 'untrained'], tiny: true, dir, zoo }), buildZoo({ only: ['alf-xs-192-b'], tiny: true, dir, zoo })]);
+  const results = [a[0]!, b[0]!, a[1]!];
+  return { results, s: (performance.now() - t0) / 1000 };
+})();
+
+test('zoo build - two tiny targets train, export ONNX and are cached by config hash', async (t) => {
+  const { results, s } = await built;
+  t.is(results.length, 3);
+  for (const r of results.slice(0, 2)) {
+    t.false(r.cached);
+    t.true(r.lossLast < r.lossFirst * 0.6, `${r.id}: loss ${r.lossFirst.toFixed(2)} → ${r.lossLast.toFixed(2)}`);
+    // ~15–18 s alone on 2 cores; the bound leaves room for a loaded CI machine
+    t.true(r.ms < 90_000, `${r.id} built in ${r.ms} ms`);
+    t.log(`${r.id}: ${r.params} params, loss ${r.lossFirst.toFixed(2)} → ${r.lossLast.toFixed(2)}, ${(r.ms / 1000).toFixed(1)} s`);
+  }
+  t.not(results[0]!.hash, results[1]!.hash);
+  t.log(`3 builds in ${s.toFixed(1)} s`);
+  const again = await buildZoo({ only: ['alf-xs-192-a'], tiny: true, dir, zoo });
+  t.true(again[0]!.cached);
+  t.is(again[0]!.hash, results[0]!.hash);
+});
+
+test('lm target - a tiny trained model writes actions and does less nothing than an untrained one', async (t) => {
+  await built;
+  const a = await play('alf-xs-192-a@tiny');
+  const b = await play('alf-xs-192-b@tiny');
+  const u = await play('untrained@tiny');
+  for (const [n, f] of [['alf-xs-192-a@tiny', a], ['alf-xs-192-b@tiny', b], ['untrained', u]] as const) {
+    t.log(`${n}: verb-form ${(f.verbForm * 100).toFixed(0)}%, nothing happens ${(f.noop * 100).toFixed(0)}%, success ${(f.success * 100).toFixed(0)}% on ${GAMES.length} valid_seen games`);
+  }
+  for (const f of [a, b]) {
+    t.true(f.verbForm >= 0.8, `verb-form ${f.verbForm}`);
+    t.true(f.noop < u.noop - 0.05, `noop ${f.noop} vs untrained ${u.noop}`);
+  }
+  t.true(u.verbForm < 0.3, `untrained verb-form ${u.verbForm}`);
+});
+
+test('lm target - the same episode seed gives the same episode; another seed another one', async (t) => {
+  await built;
+  const x = await play('alf-xs-192-a@tiny', 3, FEW);
+  const y = await play('alf-xs-192-a@tiny', 3, FEW);
+  const z = await play('alf-xs-192-a@tiny', 4, FEW);
+  t.deepEqual(x.records, y.records);
+  t.notDeepEqual(x.records.map((r) => r.steps.map((s) => s.action)), z.records.map((r) => r.steps.map((s) => s.action)));
+});
+
+test('zoo build - a -ft variant trains further from its (cached) base, with its weights and vocabulary', async (t) => {
+  await built;
+  const rs = await buildZoo({ only: ['alf-xs-192-a-ft'], tiny: true, dir });
+  t.deepEqual(rs.map((r) => [r.id, r.cached]), [['alf-xs-192-a@tiny', true], ['alf-xs-192-a-ft@tiny', false]]);
+  const base = readMeta(resolveConfig('alf-xs-192-a@tiny'), dir)!;
+  const ft = readMeta(resolveConfig('alf-xs-192-a-ft@tiny'), dir)!;
+  t.is(ft.config.base, 'alf-xs-192-a@tiny');
+  t.deepEqual(ft.words, base.words);
+  t.is(ft.params, base.params);
+  // it starts where the base ended, not from scratch
+  t.true(ft.lossFirst < base.lossFirst * 0.6, `ft first loss ${ft.lossFirst} vs base ${base.lossFirst}`);
+  t.notDeepEqual(readFileSync(join(rs[0]!.dir, 'model.onnx')), readFileSync(join(rs[1]!.dir, 'model.onnx')));
+  const m = await lmModel('alf-xs-192-a-ft@tiny', { dir });
+  t.is(m.name, 'lm/alf-xs-192-a-ft@tiny');
+  await m.release();
+});
