@@ -7,6 +7,7 @@ import { decode, encode, pack, unpack, validate } from './codec.ts';
 import { parseDuration } from './duration.ts';
 import { ActorDiedError, BackpressureError, CallTimeoutError, ConfigError, Hr1Error, PlacementError, UnknownActorError, fromWire, type WireError } from './errors.ts';
 import { JetStreamObjectStore, MemoryObjectStore, type ObjectStore } from './objects.ts';
+import { LOCAL_NODES } from './node.ts';
 import { HeartbeatSchema, PING_METHOD, PongSchema, WireErrorSchema, subjects, type Heartbeat, type HostedActor, type SpawnRequest } from './protocol.ts';
 
 /** A reference to an actor as plain data: it can travel in messages and be turned back into a handle. */
@@ -38,7 +39,7 @@ export type Handle<P extends Protocol> = { readonly ref: ActorRef } & {
 export interface ClusterOptions {
   /** Namespace of subjects. @default 'default' */
   cluster?: string;
-  /** A node is dead when no heartbeat came for this long. @default 3000 */
+  /** A node is dead when no heartbeat came for this long. @default 6000 */
   deadAfterMs?: number;
   /** Default call timeout. @default 30_000 */
   callTimeoutMs?: number;
@@ -54,7 +55,7 @@ export interface ClusterOptions {
   log?: (line: string) => void;
 }
 
-export const DEFAULT_DEAD_AFTER_MS = 3000;
+export const DEFAULT_DEAD_AFTER_MS = 6000;
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 export const DEFAULT_SPAWN_TIMEOUT_MS = 60_000;
 export const DEFAULT_MAX_INFLIGHT = 100_000;
@@ -162,10 +163,22 @@ export class Cluster {
     for (const a of hb.actors) this.deadActors.delete(a.actorId);
   }
 
+  private lastTick = Date.now();
+
   private checkLiveness(): void {
-    if (!this.connected || this.closed) return;
     const now = Date.now();
+    const gap = now - this.lastTick;
+    this.lastTick = now;
+    if (!this.connected || this.closed) return;
+    // our own event loop stalled (a long synchronous task): the silence may be ours, not theirs;
+    // give every node a fresh window, as after a reconnect
+    if (gap > Math.max(1000, this.deadAfter / 2)) {
+      for (const v of this.nodes.values()) v.lastSeen = now;
+      return;
+    }
     for (const [id, v] of this.nodes) {
+      // a node in this very process lives and dies with it
+      if (LOCAL_NODES.has(id)) continue;
       if (now - v.lastSeen > this.deadAfter) this.nodeLost(id, v.hb, `no heartbeat for ${now - v.lastSeen} ms`);
     }
   }

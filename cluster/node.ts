@@ -40,6 +40,9 @@ interface Instance {
 
 let nodeCounter = 0;
 
+/** Nodes hosted by this process: they live and die with it, so no client here times them out. */
+export const LOCAL_NODES = new Set<string>();
+
 /** A node hosts actors: it answers spawn and kill requests, runs calls through bounded mailboxes and heartbeats its resources. */
 export class ClusterNode {
   readonly cluster: string;
@@ -67,6 +70,7 @@ export class ClusterNode {
     this.subs.push(bus.subscribe(subjects.nodeSpawn(c, this.nodeId), (m) => void this.onSpawn(m)));
     this.subs.push(bus.subscribe(subjects.nodeKill(c, this.nodeId), (m) => void this.onKill(m)));
     this.subs.push(bus.subscribe(subjects.ping(c), (m) => m.respond(pack(this.heartbeat()))));
+    LOCAL_NODES.add(this.nodeId);
     this.beat();
     this.timer = setInterval(() => this.beat(), hb);
     this.timer.unref();
@@ -279,6 +283,7 @@ export class ClusterNode {
    * transport (over NATS, tests kill a real node process instead).
    */
   vanish(): void {
+    LOCAL_NODES.delete(this.nodeId);
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     for (const inst of this.instances.values()) {
@@ -293,6 +298,7 @@ export class ClusterNode {
 
   /** Stop every hosted actor and leave the cluster. */
   async stop(): Promise<void> {
+    LOCAL_NODES.delete(this.nodeId);
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     this.stopping = true;
