@@ -11,13 +11,12 @@ if npx tsc --noEmit -p .; then echo "typecheck: ok"; else tc_fail=1; echo "typec
 npx ava "$@" 2>&1 | tee "$log"
 ava_rc=${PIPESTATUS[0]}
 
-passed=$(grep -Eo "^\s*[0-9]+ tests? passed" "$log" | grep -Eo "[0-9]+" | head -1)
-failed=$(grep -Eo "^\s*[0-9]+ tests? failed" "$log" | grep -Eo "[0-9]+" | head -1)
-skipped=$(grep -Eo "^\s*[0-9]+ tests? skipped" "$log" | grep -Eo "[0-9]+" | head -1)
+# ava (non-TTY) prints one line per test: ✔ passed, ✘ [fail] failed, - [skip] skipped
+passed=$(grep -c "✔" "$log" || true)
+failed=$(grep -c "✘ \[fail\]" "$log" || true)
+skipped=$(grep -Ec "^\s*- \[skip\]" "$log" || true)
 uncaught=$(grep -Eo "^\s*[0-9]+ (uncaught exceptions?|unhandled rejections?)" "$log" | grep -Eo "[0-9]+" | awk "{s+=\$1} END {print s+0}")
 passed=${passed:-0}; failed=${failed:-0}; skipped=${skipped:-0}; uncaught=${uncaught:-0}
-# a passing run that printed no count still means one passed test line per ✔
-if [ "$passed" = "0" ] && [ "$ava_rc" = "0" ]; then passed=$(grep -c "✔" "$log" || true); fi
 passed=$((passed + (1 - tc_fail)))
 failed=$((failed + tc_fail + uncaught))
 if [ "$ava_rc" != "0" ] && [ "$failed" = "0" ]; then failed=1; fi
