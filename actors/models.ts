@@ -11,5 +11,9 @@ export async function makeModel(spec: string): Promise<Model> {
     const { OpenAIModel } = await import('../policies/targets/openai.ts');
     return new OpenAIModel({ model: t.model, client: { baseUrl: t.baseUrl } });
   }
-  throw new Hr1Error('TARGET_NOT_AVAILABLE', `target "${spec}": learned lm/ targets are not built yet (they come with the learned-targets issue); use sim/<profile> or openai:<url>#<model>`);
+  if (t.kind === 'lm') {
+    const { lmModel } = await import('../policies/targets/lm/index.ts');
+    return lmModel(t.name);
+  }
+  throw new Hr1Error('TARGET_NOT_AVAILABLE', `target "${spec}" is not available`);
 }

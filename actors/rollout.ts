@@ -12,6 +12,7 @@ import { episodeKey, type EpisodeCache, type EpisodeKey } from './cache.ts';
 import type { EnvOptions } from './envs.ts';
 import { TargetActor, type EpisodeRef } from './target.ts';
 import { SIM_VERSION } from '../policies/targets/sim/sim.ts';
+import { resolveConfig } from '../policies/targets/lm/zoo.ts';
 
 export interface RolloutSpec {
   env: string;
@@ -75,9 +76,18 @@ export function rolloutKeys(spec: RolloutSpec): { keys: EpisodeKey[]; hashes: st
   const hv = harnessVersion(harness);
   const envOptions = Object.fromEntries(Object.entries(spec.envOptions ?? {}).filter(([, v]) => v !== undefined));
   // a SIMULATED target's behaviour is code: its version is part of what decides the episode
-  const target = spec.target.startsWith('sim/') ? `${spec.target}@${SIM_VERSION}` : spec.target;
+  const target = spec.target.startsWith('sim/') ? `${spec.target}@${SIM_VERSION}` : spec.target.startsWith('lm/') ? `${spec.target}@${lmHash(spec.target.slice(3))}` : spec.target;
   const keys = spec.episodes.map((e) => ({ env: spec.env, taskId: e.taskId, seed: e.seed, target, patch: ph, harness: hv, envOptions }));
   return { keys, hashes: keys.map(episodeKey), patchHash: ph };
+}
+
+// a learned target's weights are decided by its config and training code version
+function lmHash(name: string): string {
+  try {
+    return resolveConfig(name).hash;
+  } catch {
+    return 'unknown';
+  }
 }
 
 export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: RolloutOptions = {}): Promise<RolloutResult> {

@@ -381,6 +381,33 @@ program
     await runReport(dir);
   });
 
+const zoo = program.command('zoo').description('learned lm/ targets: small models trained on expert trajectories, served by ONNX Runtime');
+zoo
+  .command('build')
+  .description('build zoo targets deterministically (cached by config hash under .hr1/zoo/)')
+  .option('--only <list>', 'names, comma-separated (default: all)', list)
+  .option('--tiny', 'build the <name>@tiny variants (few steps; what CI builds)')
+  .option('--force', 'rebuild even when cached')
+  .action(async (o) => {
+    const lm = await import('../../policies/targets/lm/index.ts');
+    const r = await lm.buildZoo({ ...(o.only ? { only: o.only } : {}), tiny: !!o.tiny, force: !!o.force, progress: true, log: (l: string) => process.stderr.write(`${l}\n`) });
+    console.log(`${r.length} target(s) built or cached`);
+  });
+zoo
+  .command('table')
+  .description('measure built zoo targets\' vanilla success and print (or write) the markdown table')
+  .option('--tasks <n>', 'ALFWorld tasks', parsePositiveInt('--tasks'), 20)
+  .option('--seeds <n>', 'seeds', parsePositiveInt('--seeds'), 1)
+  .option('--only <list>', 'names', list)
+  .option('--write <file>', 'replace the generated block in this markdown file (docs/LMTARGETS.md)')
+  .action(async (o) => {
+    const lm = await import('../../policies/targets/lm/index.ts');
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const md = await lm.zooTable({ tasks: o.tasks, seeds: o.seeds, ...(o.only ? { only: o.only } : {}) });
+    console.log(md);
+    if (o.write) writeFileSync(o.write, lm.spliceZooTable(readFileSync(o.write, 'utf8'), md));
+  });
+
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 
 async function main(): Promise<void> {
