@@ -1,4 +1,5 @@
-import { BusClosedError, BusNoRespondersError, BusTimeoutError, subjectMatches, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
+import { BusClosedError, BusNoRespondersError, subjectMatches, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
+import { PendingRequests } from './pending.ts';
 
 interface Sub {
   id: number;
@@ -68,55 +69,23 @@ export class InProcessBus implements Bus {
     this.route(subject, data, () => {});
   }
 
-  private pending = new Map<number, { subject: string; reject: (e: Error) => void; resolve: (d: Uint8Array) => void; deadline: number; timeoutMs: number }>();
-  private seq = 0;
-  private sweeper: NodeJS.Timeout | undefined;
+  private pending = new PendingRequests();
 
   request(subject: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
     if (this.closed) return Promise.reject(new BusClosedError(subject, 'in-process bus is closed'));
-    return new Promise((resolve, reject) => {
-      const id = ++this.seq;
-      this.pending.set(id, { subject, resolve, reject, deadline: performance.now() + timeoutMs, timeoutMs });
-      const n = this.route(subject, data, (reply) => {
-        const p = this.pending.get(id);
-        if (!p) return;
-        this.pending.delete(id);
-        p.resolve(reply);
-      });
-      if (n === 0) {
-        this.pending.delete(id);
-        reject(new BusNoRespondersError(subject));
-        return;
-      }
-      this.sweeper ??= setInterval(() => this.sweep(), 20);
-    });
-  }
-
-  private sweep(): void {
-    if (this.pending.size === 0) {
-      clearInterval(this.sweeper);
-      this.sweeper = undefined;
-      return;
-    }
-    const now = performance.now();
-    for (const [id, p] of this.pending) {
-      if (p.deadline <= now) {
-        this.pending.delete(id);
-        p.reject(new BusTimeoutError(p.subject, p.timeoutMs));
-      }
-    }
+    return this.pending.open(
+      subject,
+      timeoutMs,
+      (id) => {
+        const n = this.route(subject, data, (reply) => this.pending.settle(id, reply));
+        if (n === 0) this.pending.settle(id, new BusNoRespondersError(subject));
+      },
+      (e) => (e instanceof Error ? e : new Error(String(e))),
+    );
   }
 
   failPending(prefix: string, err: (subject: string) => Error): number {
-    let n = 0;
-    for (const [id, p] of this.pending) {
-      if (p.subject.startsWith(prefix)) {
-        this.pending.delete(id);
-        p.reject(err(p.subject));
-        n++;
-      }
-    }
-    return n;
+    return this.pending.failPending(prefix, err);
   }
 
   subscribe(subject: string, handler: (msg: BusMsg) => void, opts: { queue?: string } = {}): BusSubscription {
@@ -145,11 +114,7 @@ export class InProcessBus implements Bus {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.sweeper) clearInterval(this.sweeper);
-    for (const [id, p] of this.pending) {
-      this.pending.delete(id);
-      p.reject(new BusClosedError(p.subject, 'in-process bus is closed'));
-    }
+    this.pending.close('in-process bus is closed');
     this.subs = [];
     this.cache.clear();
     for (const cb of this.statusCbs) cb('closed');

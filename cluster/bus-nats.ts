@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { connect, createInbox, credsAuthenticator, type ConnectionOptions, type NatsConnection, type NatsError } from 'nats';
 import { BusClosedError, BusNoRespondersError, BusTimeoutError, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
 import { ConnectionError } from './errors.ts';
+import { PendingRequests } from './pending.ts';
 
 /** Credentials for a secured NATS cluster; every command passes them through. */
 export interface NatsAuth {
@@ -46,9 +47,7 @@ export class NatsBus implements Bus {
   // our own request mux: one inbox subscription, a map of pending replies, one coarse timer.
   // nats.js's request() builds an Error per call (even with noAsyncTraces) and a timer per call.
   private readonly inbox: string;
-  private pending = new Map<number, { resolve: (d: Uint8Array) => void; reject: (e: Error) => void; deadline: number; subject: string; timeoutMs: number }>();
-  private seq = 0;
-  private sweeper: NodeJS.Timeout | undefined;
+  private pending = new PendingRequests();
 
   private constructor(readonly nc: NatsConnection, readonly address: string) {
     this.inbox = createInbox();
@@ -57,12 +56,9 @@ export class NatsBus implements Bus {
       callback: (err, m) => {
         if (err) return;
         const id = Number(m.subject.slice(cut));
-        const p = this.pending.get(id);
-        if (!p) return;
-        this.pending.delete(id);
         // the server answers a request nobody listens to with a 503 status message
-        if (m.headers && m.headers.code === 503) p.reject(new BusNoRespondersError(p.subject));
-        else p.resolve(m.data);
+        if (m.headers && m.headers.code === 503) this.pending.settle(id, new BusNoRespondersError(this.pending.subjectOf(id) ?? m.subject));
+        else this.pending.settle(id, m.data);
       },
     });
     void (async () => {
@@ -117,45 +113,16 @@ export class NatsBus implements Bus {
   }
 
   request(subject: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
-    return new Promise((resolve, reject) => {
-      const id = ++this.seq;
-      this.pending.set(id, { resolve, reject, deadline: performance.now() + timeoutMs, subject, timeoutMs });
-      try {
-        this.nc.publish(subject, data, { reply: `${this.inbox}.${id}` });
-      } catch (e) {
-        this.pending.delete(id);
-        reject(mapRequestError(e, subject, timeoutMs));
-        return;
-      }
-      this.sweeper ??= setInterval(() => this.sweep(), 20);
-    });
+    return this.pending.open(
+      subject,
+      timeoutMs,
+      (id) => this.nc.publish(subject, data, { reply: `${this.inbox}.${id}` }),
+      (e) => mapRequestError(e, subject, timeoutMs),
+    );
   }
 
   failPending(prefix: string, err: (subject: string) => Error): number {
-    let n = 0;
-    for (const [id, p] of this.pending) {
-      if (p.subject.startsWith(prefix)) {
-        this.pending.delete(id);
-        p.reject(err(p.subject));
-        n++;
-      }
-    }
-    return n;
-  }
-
-  private sweep(): void {
-    if (this.pending.size === 0) {
-      clearInterval(this.sweeper);
-      this.sweeper = undefined;
-      return;
-    }
-    const now = performance.now();
-    for (const [id, p] of this.pending) {
-      if (p.deadline <= now) {
-        this.pending.delete(id);
-        p.reject(new BusTimeoutError(p.subject, p.timeoutMs));
-      }
-    }
+    return this.pending.failPending(prefix, err);
   }
 
   /** nats.js's own request(), kept for the benchmark's raw baseline. */
@@ -207,12 +174,7 @@ export class NatsBus implements Bus {
   }
 
   async close(): Promise<void> {
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.sweeper = undefined;
-    for (const [id, p] of this.pending) {
-      this.pending.delete(id);
-      p.reject(new BusClosedError(p.subject, 'the connection was closed'));
-    }
+    this.pending.close('the connection was closed');
     if (this.nc.isClosed()) return;
     try {
       await this.nc.drain();
