@@ -1,0 +1,60 @@
+import test from 'ava';
+import { Rng } from '../../../cluster/rng.ts';
+import { LIBRARY, extractPacket, teacherPropose, tokensToPatch, COMPONENT_BASE_ID, PATCH_OPEN_ID, EOS_ID } from '../../../policies/engineer/index.ts';
+import { parsePatch } from '../../../policies/harness/index.ts';
+import { FEATURE_DIM, FEATURE_NAMES, PACKET_FEATURE_NAMES, candidateFeatures, packetFeatures, patchFeatures, randomWalkPatch, candidatePool } from '../../../policies/validator/index.ts';
+import { record, steps } from '../engineer/helpers.ts';
+
+function packet() {
+  return extractPacket([
+    record('a', 'pick_and_place_simple', { steps: steps([['go to desk 1', 'Nothing happens.'], ['go to desk 1', 'Nothing happens.'], ['go to desk 1', 'Nothing happens.']]) }),
+    record('b', 'pick_and_place_simple', { reward: 1, steps: steps([['look', 'You are in a room.']]) }),
+  ]);
+}
+
+test('features - the vector has one number per named feature, all finite', (t) => {
+  const p = packet();
+  const [prop] = teacherPropose(p, { k: 1, seed: 0 });
+  const f = candidateFeatures(p, prop!.patch);
+  t.is(f.length, FEATURE_DIM);
+  t.is(FEATURE_NAMES.length, FEATURE_DIM);
+  t.true(f.every((x) => Number.isFinite(x)));
+  t.is(packetFeatures(p).length, PACKET_FEATURE_NAMES.length);
+});
+
+test('features - env one-hot and batch rates come from the packet', (t) => {
+  const f = packetFeatures(packet());
+  t.is(f[FEATURE_NAMES.indexOf('env:alfworld')], 1);
+  t.is(f[FEATURE_NAMES.indexOf('env:dbbench')], 0);
+  t.is(f[FEATURE_NAMES.indexOf('batch:won_rate')], 0.5);
+});
+
+test('features - the patch multi-hot marks exactly the library components it uses', (t) => {
+  const patch = tokensToPatch([PATCH_OPEN_ID, COMPONENT_BASE_ID + 3, COMPONENT_BASE_ID + 10, EOS_ID]);
+  const f = patchFeatures(patch);
+  const hot = f.slice(0, LIBRARY.length);
+  t.deepEqual(hot.map((x, i) => (x ? i : -1)).filter((i) => i >= 0), [3, 10]);
+  t.is(f[LIBRARY.length], 1, 'in_library');
+  // a patch outside the library: no hot bit, in_library 0
+  const off = patchFeatures({ skills: ['something no teacher writes'] });
+  t.is(off.slice(0, LIBRARY.length).reduce((a, b) => a + b, 0), 0);
+  t.is(off[LIBRARY.length], 0);
+});
+
+test('randomWalkPatch - seeded, valid under the patch schema, and varied', (t) => {
+  const a = Array.from({ length: 20 }, (_, i) => randomWalkPatch(new Rng(i)));
+  const b = Array.from({ length: 20 }, (_, i) => randomWalkPatch(new Rng(i)));
+  t.deepEqual(a, b);
+  for (const p of a) t.true(parsePatch(p).ok);
+  t.true(new Set(a.map((p) => JSON.stringify(p))).size > 15);
+});
+
+test('candidatePool - teacher proposals first, then distinct walks, same pool for the same seed', (t) => {
+  const p = packet();
+  const a = candidatePool(p, { teacherK: 3, walks: 5, seed: 1 });
+  t.deepEqual(a, candidatePool(p, { teacherK: 3, walks: 5, seed: 1 }));
+  t.notDeepEqual(a, candidatePool(p, { teacherK: 3, walks: 5, seed: 2 }));
+  t.true(a.slice(0, 3).every((c) => c.source === 'teacher'));
+  t.is(a.filter((c) => c.source === 'walk').length, 5);
+  t.is(new Set(a.map((c) => JSON.stringify(c.patch))).size, a.length);
+});
