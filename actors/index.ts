@@ -1,6 +1,5 @@
 /**
  * The project's actor roles. Every node imports this module so that it can host any of them.
- * The Validator lands here with its issue.
  */
 export { TargetActor, EpisodeRecordSchema, RolloutChunkSchema, runEpisodes, DEFAULT_EPISODE_CONCURRENCY, type EpisodeRef, type RolloutChunk } from './target.ts';
 export { EnvActor, type Stepper } from './env.ts';
@@ -11,3 +10,4 @@ export { makeModel } from './models.ts';
 export { Learner } from './learner.ts';
 export { EngineerSampler } from './sampler.ts';
 import './grammars.ts';
+export { Validator } from './validator.ts';

@@ -185,6 +185,30 @@ bench
     }
   });
 bench
+  .command('validator')
+  .description('validation and reward models on logged candidate outcomes: reruns saved vs Δ lost against plain K sampling')
+  .option('--k <n>', 'candidates rerun by plain sampling', parsePositiveInt('--k'), 4)
+  .option('--seed <n>', 'seed', (v) => Number(v), 0)
+  .option('--out <dir>', 'models and dataset', '.hr1/validator')
+  .action(async (o) => {
+    const { init } = await import('../../cluster/init.ts');
+    const { EpisodeCache } = await import('../../actors/index.ts');
+    const { validatorReport } = await import('../../policies/validator/index.ts');
+    const { join } = await import('node:path');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(o.out, { recursive: true });
+    const rt = await init({ inProcess: true });
+    const cache = new EpisodeCache(join(o.out, 'episodes.sqlite'));
+    try {
+      const r = await validatorReport({ cluster: rt.cluster, cache, k: o.k, seed: o.seed, outDir: o.out, onProgress: (p: unknown) => process.stderr.write(`\r${JSON.stringify(p).slice(0, 120)}   `) });
+      process.stderr.write('\n');
+      console.log(r.table);
+    } finally {
+      cache.close();
+      await rt.shutdown();
+    }
+  });
+bench
   .command('harness')
   .description('the cost of a sandboxed hook call (p50/p99) and the harness overhead on an episode vs the bare env loop')
   .option('--seconds <s>', 'seconds', (v) => Number(v), 4)
