@@ -456,20 +456,36 @@ export class Cluster {
   }
 
   /** Call a method; the input and output are validated against the method's schemas here too. */
-  async call(ref: ActorRef, method: string, spec: { input: z.ZodType; output: z.ZodType }, input: unknown, opts: CallOptions = {}): Promise<any> {
+  call(ref: ActorRef, method: string, spec: { input: z.ZodType; output: z.ZodType }, input: unknown, opts: CallOptions = {}): Promise<any> {
     const where = { actor: ref.actorId, method };
-    const data = encode(spec.input, input, `input of ${ref.cls}.${method}`, where);
-    const timeout = opts.timeout === undefined ? this.callTimeout : parseDuration(opts.timeout);
+    let data: Uint8Array;
+    let timeout: number;
+    try {
+      data = encode(spec.input, input, `input of ${ref.cls}.${method}`, where);
+      timeout = opts.timeout === undefined ? this.callTimeout : parseDuration(opts.timeout);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     const deadline = Date.now() + timeout;
-    let retries = ref.maxTaskRetries;
+    const decodeOut = (bytes: Uint8Array): unknown => validate(spec.output, unpackOk(bytes), `output of ${ref.cls}.${method}`, where);
+    // the common case in one promise step; retries after an actor death take the slow path
+    return this.rawCall(ref.actorId, method, data, timeout, ref.cls).then(decodeOut, (e: unknown) => {
+      if (!(e instanceof ActorDiedError) || ref.maxTaskRetries === 0 || Date.now() >= deadline) throw e;
+      return this.retryCall(ref, method, data, deadline, ref.maxTaskRetries, e, decodeOut);
+    });
+  }
+
+  private async retryCall(ref: ActorRef, method: string, data: Uint8Array, deadline: number, retries: number, first: ActorDiedError, decodeOut: (b: Uint8Array) => unknown): Promise<unknown> {
+    let cause = first;
     for (;;) {
+      if (retries === 0 || Date.now() >= deadline) throw cause;
+      if (retries > 0) retries--;
+      await this.waitAlive(ref, deadline, cause);
       try {
-        const bytes = await this.rawCall(ref.actorId, method, data, Math.max(1, deadline - Date.now()), ref.cls);
-        return validate(spec.output, bytes === undefined ? undefined : unpackOk(bytes), `output of ${ref.cls}.${method}`, where);
+        return decodeOut(await this.rawCall(ref.actorId, method, data, Math.max(1, deadline - Date.now()), ref.cls));
       } catch (e) {
-        if (!(e instanceof ActorDiedError) || retries === 0 || Date.now() >= deadline) throw e;
-        if (retries > 0) retries--;
-        await this.waitAlive(ref, deadline, e);
+        if (!(e instanceof ActorDiedError)) throw e;
+        cause = e;
       }
     }
   }

@@ -190,6 +190,12 @@ export class ClusterNode {
     if (!Object.prototype.hasOwnProperty.call(inst.cls.def.protocol, method)) {
       return this.replyError(msg, new UnknownMethodError(`actor ${inst.req.cls} has no method "${method}"; its methods are ${Object.keys(inst.cls.def.protocol).join(', ')}`, fields).toWire());
     }
+    // an idle replica runs the call now, without queueing it
+    if (inst.running < inst.req.maxConcurrency && inst.queue.length === 0) {
+      inst.running++;
+      this.run(inst, { msg, method });
+      return;
+    }
     const max = inst.req.maxPending;
     if (inst.queue.length >= max) {
       return this.replyError(msg, new BackpressureError(`mailbox of ${inst.req.cls} (${inst.req.actorId}) on node ${this.nodeId} is full (${max} pending); back off and retry, or raise maxPending / add replicas`, fields).toWire());
