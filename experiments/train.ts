@@ -16,6 +16,7 @@ import { EngineerSampler } from '../actors/sampler.ts';
 import { Learner } from '../actors/learner.ts';
 import { EpisodeCache, rollout } from '../actors/index.ts';
 import { buildSftDataset, extractPacket, makeBatches, rewardGroup, canonicalJson } from '../policies/engineer/train-deps.ts';
+import { ValueModel, rankCandidates } from '../policies/validator/index.ts';
 import { BOS_ID, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PAD_ID, engineerPromptTokens, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 
 export const TRAIN_SPLIT: Record<string, string> = { alfworld: 'valid_train', dbbench: 'v0.2/standard', webshop: 'train' };
@@ -58,6 +59,11 @@ export const TrainConfigSchema = z
       .default({ iterations: 24, k: 8, temperature: 1.0, topP: 1.0, epsLow: 0.2, epsHigh: 0.28, klCoef: 0, updateIters: 2, lr: 1e-3 }),
     /** save a resumable checkpoint every N GRPO iterations */
     checkpointEvery: z.number().int().min(1).default(2),
+    /**
+     * oversample 2K candidates per packet and rerun only the K the validator's reward model ranks
+     * best (`hr1 bench validator` trains the models into this folder: validation.onnx, reward.onnx)
+     */
+    validator: z.string().optional(),
     out: z.string().optional(),
   })
   .strict();
@@ -167,6 +173,8 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       objectPrefix: `engineer-${hash}`,
     });
     const sampler = await cluster.spawn(EngineerSampler, { eosId: EOS_ID, maxLen: cfg.model.maxLen, grammar: 'patch' });
+    const validator = cfg.validator ? { validation: await ValueModel.fromPath(join(cfg.validator, 'validation.onnx')), reward: await ValueModel.fromPath(join(cfg.validator, 'reward.onnx')) } : undefined;
+    if (validator) log(`  validator: ${cfg.validator} (sampling ${2 * cfg.grpo.k}, rerunning the best ${cfg.grpo.k} by predicted Δ)`);
     // 3. SFT epochs
     const rng = new Rng(`sft|${cfg.seed}`);
     let finalLoss: number | null = resume ? (kept.filter((x) => x.phase === 'sft').pop()?.loss ?? null) : null;
@@ -208,16 +216,25 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       }
       const prompt = engineerPromptTokens(packet);
       const tS = performance.now();
-      const sampled = await sampler.sample({ prompts: [prompt], k: cfg.grpo.k, temperature: cfg.grpo.temperature, topP: cfg.grpo.topP, maxNewTokens: MAX_COMPLETION_TOKENS, seed: cfg.seed * 100_003 + it });
+      const sampled = await sampler.sample({ prompts: [prompt], k: validator ? 2 * cfg.grpo.k : cfg.grpo.k, temperature: cfg.grpo.temperature, topP: cfg.grpo.topP, maxNewTokens: MAX_COMPLETION_TOKENS, seed: cfg.seed * 100_003 + it });
       const msSampling = performance.now() - tS;
-      const group = sampled.completions[0]!;
-      const patches = group.map((c) => {
-        try {
-          return tokensToPatch(c.ids);
-        } catch {
-          return { rules: [{ hook: 'invalid' }] };
-        }
-      });
+      const decodeAll = (cs: { ids: number[] }[]) =>
+        cs.map((c) => {
+          try {
+            return tokensToPatch(c.ids);
+          } catch {
+            return { rules: [{ hook: 'invalid' }] };
+          }
+        });
+      let group = sampled.completions[0]!;
+      let patches: unknown[] = decodeAll(group);
+      if (validator) {
+        // keep the K the reward model ranks best; only those are rerun (the update sees only them)
+        const { order } = await rankCandidates(validator, packet, patches);
+        const keep = order.slice(0, cfg.grpo.k).sort((a, b) => a - b);
+        group = keep.map((i) => group[i]!);
+        patches = keep.map((i) => patches[i]!);
+      }
       const tV = performance.now();
       const rewards = await rewardGroup(cluster, { env: cfg.env, target: cfg.target, episodes: batch!, patches, cache, base: base.records });
       const msValidation = performance.now() - tV;

@@ -270,10 +270,11 @@ addClusterOptions(
     .option('--seed <n>', 'seed', (v) => Number(v))
     .option('--out <dir>', 'run folder (default runs/train-<env>-<config hash>)')
     .option('--resume', 'continue a killed run in its run folder from its last checkpoint (same config)')
+    .option('--validator <dir>', 'oversample 2K patches and rerun the K the reward model ranks best (models from hr1 bench validator)')
     .option('--in-process', 'use the in-process transport'),
 ).action(async (o) => {
   const { resolveTrainConfig, trainEngineer } = await import('../train.ts');
-  const cfg = resolveTrainConfig(o.config, { env: o.env, target: o.target, seed: o.seed, out: o.out, ...(o.iterations ? { grpo: undefined } : {}) });
+  const cfg = resolveTrainConfig(o.config, { env: o.env, target: o.target, seed: o.seed, out: o.out, validator: o.validator });
   if (o.iterations !== undefined) cfg.grpo.iterations = o.iterations;
   const { init } = await import('../../cluster/init.ts');
   const { authOf } = await import('./options.ts');

@@ -67,3 +67,26 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
   }
   rmSync(dir, { recursive: true, force: true });
 });
+
+test('train - with a validator, 2K patches are sampled and only the K ranked best are rerun', async (t) => {
+  const { generateOutcomes, trainValueModels } = await import('../../policies/validator/index.ts');
+  const { EpisodeCache } = await import('../../actors/index.ts');
+  const dir = join(tmpdir(), `hr1-train-val-${process.pid}`);
+  rmSync(dir, { recursive: true, force: true });
+  const rt = await init({ inProcess: true });
+  try {
+    const cache = new EpisodeCache(':memory:');
+    const { rows } = await generateOutcomes({ cluster: rt.cluster, cache, targets: ['sim/llama-3b'], envs: ['alfworld'], trainBatches: 2, heldoutBatches: 0, size: 6, walks: 6 });
+    await trainValueModels({ rows, outDir: join(dir, 'models'), seed: 0, epochs: 60 });
+    cache.close();
+    const lines: string[] = [];
+    const cfg = resolveTrainConfig(undefined, { env: 'alfworld', target: 'sim/llama-3b', batchSize: 6, sft: { batches: 2, k: 2, epochs: 3, batchSize: 8 }, grpo: { iterations: 2, k: 3 }, validator: join(dir, 'models'), out: join(dir, 'run') });
+    const r = await trainEngineer(rt.cluster, cfg, (l) => lines.push(l));
+    t.true(lines.some((l) => /sampling 6, rerunning the best 3/.test(l)), lines.join('\n'));
+    const g = r.iterations.filter((x) => x.phase === 'grpo');
+    t.true(g.length === 2 && g.every((x) => x.validRate === 1));
+  } finally {
+    await rt.shutdown();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
