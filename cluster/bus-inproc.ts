@@ -100,10 +100,22 @@ export class InProcessBus implements Bus {
     };
   }
 
-  gather(subject: string, data: Uint8Array, windowMs: number): Promise<Uint8Array[]> {
+  gather(subject: string, data: Uint8Array, windowMs: number, expected = Infinity): Promise<Uint8Array[]> {
     const out: Uint8Array[] = [];
-    this.route(subject, data, (d) => out.push(d));
-    return new Promise((resolve) => setTimeout(() => resolve(out), windowMs));
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(out);
+      };
+      const timer = setTimeout(finish, windowMs);
+      this.route(subject, data, (d) => {
+        out.push(d);
+        if (out.length >= expected) finish();
+      });
+    });
   }
 
   async flush(): Promise<void> {}

@@ -152,17 +152,28 @@ export class NatsBus implements Bus {
     return { unsubscribe: () => sub.unsubscribe() };
   }
 
-  gather(subject: string, data: Uint8Array, windowMs: number): Promise<Uint8Array[]> {
+  gather(subject: string, data: Uint8Array, windowMs: number, expected = Infinity): Promise<Uint8Array[]> {
     const inbox = createInbox();
     const out: Uint8Array[] = [];
-    const sub = this.nc.subscribe(inbox, { callback: (err, m) => { if (!err) out.push(m.data); } });
-    this.nc.publish(subject, data, { reply: inbox });
-    return new Promise((resolve) =>
-      setTimeout(() => {
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
         sub.unsubscribe();
         resolve(out);
-      }, windowMs),
-    );
+      };
+      const sub = this.nc.subscribe(inbox, {
+        callback: (err, m) => {
+          if (err) return;
+          out.push(m.data);
+          if (out.length >= expected) finish();
+        },
+      });
+      const timer = setTimeout(finish, windowMs);
+      this.nc.publish(subject, data, { reply: inbox });
+    });
   }
 
   async flush(): Promise<void> {

@@ -24,8 +24,8 @@ export interface Bus {
   /** Request/reply; rejects with {@link BusNoRespondersError} or {@link BusTimeoutError}. */
   request(subject: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
   subscribe(subject: string, handler: (msg: BusMsg) => void, opts?: { queue?: string }): BusSubscription;
-  /** Publish a request and collect every reply that arrives within the window (scatter-gather). */
-  gather(subject: string, data: Uint8Array, windowMs: number): Promise<Uint8Array[]>;
+  /** Publish a request and collect every reply that arrives within the window (scatter-gather); with `expected`, return as soon as that many replied. */
+  gather(subject: string, data: Uint8Array, windowMs: number, expected?: number): Promise<Uint8Array[]>;
   /** Reject every pending request whose subject starts with `prefix` (e.g. an actor's calls when its node died). */
   failPending(prefix: string, err: (subject: string) => Error): number;
   /** Resolves when everything published so far has reached the server. */

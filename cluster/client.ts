@@ -209,9 +209,13 @@ export class Cluster {
     return [...this.nodes.values()].map((v) => v.hb).sort((a, b) => a.nodeId.localeCompare(b.nodeId));
   }
 
-  /** Ask every node for its state now (scatter-gather), and refresh the table. */
+  /**
+   * Ask every node for its state now (scatter-gather), and refresh the table. Returns as soon as
+   * every node known from heartbeats answered; a loaded node gets up to 2 s before it is left out.
+   */
   async status(windowMs = 300): Promise<Heartbeat[]> {
-    const replies = await this.bus.gather(subjects.ping(this.name), pack(null), windowMs);
+    const known = this.nodes.size;
+    const replies = await this.bus.gather(subjects.ping(this.name), pack(null), known > 0 ? Math.max(windowMs, 2000) : windowMs, known > 0 ? known : Infinity);
     const out: Heartbeat[] = [];
     for (const r of replies) {
       try {
