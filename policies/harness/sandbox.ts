@@ -2,7 +2,7 @@
  * The code-hook sandbox: QuickJS compiled to WebAssembly (quickjs-emscripten). A hook runs in its
  * own QuickJS runtime with a memory cap, a stack cap, and a budget per call (deterministic fuel
  * plus a wall-clock deadline). It sees only what is passed in as JSON: no process, require, timers,
- * fetch, WebAssembly or host objects; Date is frozen at 0 and Math.random is seeded.
+ * fetch, WebAssembly or host objects; inside it, Date is frozen at 0 and Math.random is seeded.
  */
 import { RELEASE_SYNC, newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten';
 import { HarnessError, errorText } from './errors.ts';

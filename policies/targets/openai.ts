@@ -11,6 +11,7 @@
  * r.content; client.stats().retries;
  */
 import { z } from 'zod';
+import { systemClock, type Clock } from '../../cluster/clock.ts';
 import { ConfigError, Hr1Error, type Hr1ErrorFields } from '../../cluster/errors.ts';
 import { parseDuration } from '../../cluster/duration.ts';
 import { Rng } from '../../cluster/rng.ts';
@@ -142,6 +143,8 @@ export interface OpenAIClientOptions {
   seed?: number;
   /** extra HTTP headers (not for the key: use the environment) */
   headers?: Record<string, string>;
+  /** the wall clock, for `Retry-After` given as an HTTP date. @default systemClock */
+  clock?: Clock;
 }
 
 export interface ResolvedOpenAIClientOptions {
@@ -179,6 +182,7 @@ const ClientSchema = z
     env: z.record(z.string(), z.string().optional()).optional(),
     seed: z.number().int().optional(),
     headers: z.record(z.string(), z.string()).optional(),
+    clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null && typeof (v as Clock).nowMs === 'function').optional(),
   })
   .strict();
 
@@ -194,6 +198,7 @@ const OPTION_RULES: Record<keyof OpenAIClientOptions, string> = {
   apiKeyEnv: 'must name an environment variable (letters, digits, _), e.g. OPENAI_API_KEY',
   env: 'must be an object of strings (e.g. process.env)',
   seed: 'must be an integer',
+  clock: 'must be a Clock ({nowMs(): number}), e.g. systemClock from cluster/clock.ts',
   headers: 'must be an object of header names to strings',
 };
 
@@ -367,12 +372,12 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** `Retry-After` as ms (seconds or an HTTP date); undefined when absent or unreadable. */
-function retryAfterMs(header: string | null): number | undefined {
+function retryAfterMs(header: string | null, clock: Clock): number | undefined {
   if (header === null || header.trim() === '') return undefined;
   const s = Number(header);
   if (Number.isFinite(s)) return Math.max(0, s * 1000);
   const t = Date.parse(header);
-  return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
+  return Number.isNaN(t) ? undefined : Math.max(0, t - clock.nowMs());
 }
 
 function parseArgs(text: string): Record<string, unknown> | null {
@@ -408,8 +413,11 @@ export class OpenAIClient {
     maxInFlight: 0,
   };
 
+  readonly #clock: Clock;
+
   constructor(opts: OpenAIClientOptions) {
     this.options = resolveOpenAIClientOptions(opts);
+    this.#clock = opts.clock ?? systemClock;
     const env = opts.env ?? process.env;
     const primary = env[this.options.apiKeyEnv];
     const fallback = env[FALLBACK_API_KEY_ENV];
@@ -547,7 +555,7 @@ export class OpenAIClient {
         const c = (e as { cause?: { code?: string; message?: string } }).cause;
         throw new OpenAINetworkError(url, c?.code ?? c?.message ?? (e as Error).message, { cause: e });
       }
-      if (!res.ok) throw this.#httpError(res.status, res.statusText, text, retryAfterMs(res.headers.get('retry-after')));
+      if (!res.ok) throw this.#httpError(res.status, res.statusText, text, retryAfterMs(res.headers.get('retry-after'), this.#clock));
       return this.#read(url, text, model);
     } finally {
       clearTimeout(timer);

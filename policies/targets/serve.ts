@@ -11,6 +11,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import { systemClock, type Clock } from '../../cluster/clock.ts';
 import { ConfigError, Hr1Error, type Hr1ErrorFields } from '../../cluster/errors.ts';
 import { parseDuration } from '../../cluster/duration.ts';
 import type { OpenAIMessage, ToolChoice, ToolSpec } from './openai.ts';
@@ -75,6 +76,8 @@ export interface ServerOptions {
   apiKey?: string;
   /** model ids listed by GET /v1/models. @default ['hr1'] */
   models?: string[];
+  /** the wall clock for responses' `created`. @default systemClock */
+  clock?: Clock;
 }
 
 /** Live counters of a running server. */
@@ -155,6 +158,7 @@ const ServerOptionsSchema = z.object({
   delayMs: z.union([z.number().min(0), z.string()]).optional(),
   apiKey: z.string().min(1).optional(),
   models: z.array(z.string().min(1)).min(1).optional(),
+  clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null && typeof (v as Clock).nowMs === 'function').optional(),
 });
 
 const OPTION_RULES: Record<keyof ServerOptions, string> = {
@@ -167,6 +171,7 @@ const OPTION_RULES: Record<keyof ServerOptions, string> = {
   delayMs: 'must be a non-negative duration: ms as a number or a string like "200ms"',
   apiKey: 'must be a non-empty string',
   models: 'must be a non-empty list of model ids',
+  clock: 'must be a Clock ({nowMs(): number}), e.g. systemClock from cluster/clock.ts',
 };
 
 // ---------------------------------------------------------------- server
@@ -189,6 +194,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const key = String(r.error.issues[0]!.path[0] ?? '') as keyof ServerOptions;
     throw new ConfigError(`serve.${key}`, OPTION_RULES[key] ?? r.error.issues[0]!.message);
   }
+  const clock = opts.clock ?? systemClock;
   let delay = 0;
   if (opts.delayMs !== undefined) {
     try {
@@ -313,7 +319,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         JSON.stringify({
           id: `chatcmpl-hr1-${n}`,
           object: 'chat.completion',
-          created: Math.floor(Date.now() / 1000),
+          created: Math.floor(clock.nowMs() / 1000),
           model,
           choices: [{ index: 0, message, finish_reason: reply.finishReason ?? (calls.length > 0 ? 'tool_calls' : 'stop'), logprobs: null }],
           usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { ConfigError } from '../../../cluster/errors.ts';
+import { fixedClock } from '../../../cluster/clock.ts';
 import { echoBackend, scriptedBackend, ServeError, serveTarget, startServer } from '../../../policies/targets/serve.ts';
 import { TargetSpecError } from '../../../policies/targets/spec.ts';
 
@@ -135,4 +136,15 @@ test('serveTarget - serves echo; other specs name what it can serve', async (t) 
   t.is(e.code, 'SERVE_UNSUPPORTED_TARGET');
   t.regex(e.message, /cannot serve sim target "sim\/small-7b" yet; it serves: echo/);
   await t.throwsAsync(serveTarget('gpt-4', { port: 0 }), { instanceOf: TargetSpecError });
+});
+
+test('serve - the response time comes from the clock passed in, not the host', async (t) => {
+  const srv = await startServer({ backend: echoBackend(), clock: fixedClock(1_700_000_123_456) });
+  try {
+    const r = await post(srv.url, JSON.stringify({ model: 'hr1', messages: [{ role: 'user', content: 'hi' }] }));
+    t.is(r.status, 200);
+    t.is(r.json.created, 1_700_000_123);
+  } finally {
+    await srv.close();
+  }
 });
