@@ -1,4 +1,4 @@
-import { BusClosedError, BusNoRespondersError, subjectMatches, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
+import { BusClosedError, BusNoRespondersError, collectReplies, subjectMatches, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
 import { PendingRequests } from './pending.ts';
 
 interface Sub {
@@ -101,21 +101,9 @@ export class InProcessBus implements Bus {
   }
 
   gather(subject: string, data: Uint8Array, windowMs: number, expected = Infinity): Promise<Uint8Array[]> {
-    const out: Uint8Array[] = [];
-    return new Promise((resolve) => {
-      let done = false;
-      const finish = () => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        resolve(out);
-      };
-      const timer = setTimeout(finish, windowMs);
-      this.route(subject, data, (d) => {
-        out.push(d);
-        if (out.length >= expected) finish();
-      });
-    });
+    const c = collectReplies(windowMs, expected);
+    this.route(subject, data, (d) => c.add(d));
+    return c.done;
   }
 
   async flush(): Promise<void> {}

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { connect, createInbox, credsAuthenticator, type ConnectionOptions, type NatsConnection, type NatsError } from 'nats';
-import { BusClosedError, BusNoRespondersError, BusTimeoutError, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
+import { BusClosedError, BusNoRespondersError, BusTimeoutError, collectReplies, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
 import { ConnectionError } from './errors.ts';
 import { PendingRequests } from './pending.ts';
 
@@ -154,26 +154,10 @@ export class NatsBus implements Bus {
 
   gather(subject: string, data: Uint8Array, windowMs: number, expected = Infinity): Promise<Uint8Array[]> {
     const inbox = createInbox();
-    const out: Uint8Array[] = [];
-    return new Promise((resolve) => {
-      let done = false;
-      const finish = () => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        sub.unsubscribe();
-        resolve(out);
-      };
-      const sub = this.nc.subscribe(inbox, {
-        callback: (err, m) => {
-          if (err) return;
-          out.push(m.data);
-          if (out.length >= expected) finish();
-        },
-      });
-      const timer = setTimeout(finish, windowMs);
-      this.nc.publish(subject, data, { reply: inbox });
-    });
+    const c = collectReplies(windowMs, expected, () => sub.unsubscribe());
+    const sub = this.nc.subscribe(inbox, { callback: (err, m) => { if (!err) c.add(m.data); } });
+    this.nc.publish(subject, data, { reply: inbox });
+    return c.done;
   }
 
   async flush(): Promise<void> {

@@ -71,3 +71,30 @@ export function subjectMatches(pattern: string, subject: string): boolean {
   }
   return p.length === s.length;
 }
+
+/**
+ * The reply side of a scatter-gather, shared by both buses: collects replies and resolves with
+ * them when `expected` have come or the window closes, whichever is first.
+ */
+export function collectReplies(windowMs: number, expected: number, onDone: () => void = () => {}): { add(d: Uint8Array): void; done: Promise<Uint8Array[]> } {
+  const out: Uint8Array[] = [];
+  let finish: () => void = () => {};
+  const done = new Promise<Uint8Array[]>((resolve) => {
+    let over = false;
+    const timer = setTimeout(() => finish(), windowMs);
+    finish = () => {
+      if (over) return;
+      over = true;
+      clearTimeout(timer);
+      onDone();
+      resolve(out);
+    };
+  });
+  return {
+    add(d) {
+      out.push(d);
+      if (out.length >= expected) finish();
+    },
+    done,
+  };
+}

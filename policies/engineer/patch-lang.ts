@@ -11,7 +11,7 @@ import { canonicalJson, toPatch, type CodeHook, type Patch, type Rule } from '..
 import { EngineerError } from './errors.ts';
 import type { Packet } from './packet.ts';
 import { componentsFor, type Env, type Finding } from './teacher.ts';
-import { BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, tokenId } from './tokens.ts';
+import { BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, countToken, tokenId } from './tokens.ts';
 
 export type LibraryItem = { kind: 'skill'; skill: string } | { kind: 'rule'; rule: Rule } | { kind: 'code'; code: CodeHook };
 
@@ -122,9 +122,7 @@ function nameOf(it: LibraryItem): string | undefined {
   return it.kind === 'rule' ? it.rule.name : it.kind === 'code' ? it.code.name : undefined;
 }
 
-function count(n: number): number {
-  return tokenId(n >= 64 ? '<n:64+>' : `<n:${Math.max(0, Math.floor(n))}>`);
-}
+const count = countToken;
 
 /**
  * The built-in engineer's prompt: a compact token summary of the packet (what a small model can

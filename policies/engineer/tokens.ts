@@ -138,6 +138,11 @@ export function decodeTokens(ids: readonly number[]): string {
   return parts.join(' ');
 }
 
+/** The count token `<n:k>` for n (`<n:64+>` from 64 on). */
+export function countToken(n: number): number {
+  return count(n);
+}
+
 function count(n: number): number {
   return tokenId(n >= 64 ? '<n:64+>' : `<n:${Math.max(0, Math.floor(n))}>`);
 }
