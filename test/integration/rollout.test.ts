@@ -46,7 +46,8 @@ test.serial('rollout - a node killed mid-rollout costs no episode: its chunks ar
   try {
     for (let i = 0; i < 3; i++) procs.push(await startNode(server.url, 'ro2', ['--resources', 'cpu=2', '--node-id', `k${i}`]));
     await cluster.waitForNodes(3, 10_000);
-    const more = [3, 4, 5, 6, 7, 8].flatMap((seed) => episodes.map((e) => ({ ...e, seed })));
+    // long enough that the rollout is still running when the first status replies come back
+    const more = [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14].flatMap((seed) => episodes.map((e) => ({ ...e, seed })));
     let killed = '';
     let started = false;
     const run = rollout(cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes: more }, {
