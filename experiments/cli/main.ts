@@ -367,7 +367,7 @@ expCommon(expCmd.command('main').description('per env and on average: vanilla, R
     await runExpCli('main', o);
   });
 expCommon(expCmd.command('sweep').description('one method applied without retuning to many targets: gain per target × env, positive cells, a heatmap'))
-  .option('--targets <list>', 'target specs, comma-separated (sim, openai and lm mix)', list)
+  .option('--targets <list>', 'target specs, comma-separated (sim, openai and lm mix; "zoo" = every lm/ zoo model, "sims" = every sim profile)', list)
   .option('--method <name>', 'the method (e.g. engineer-grpo, prompted-editor)')
   .action(async (o) => {
     const { runExpCli } = await import('./exp.ts');

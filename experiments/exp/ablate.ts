@@ -11,7 +11,7 @@ import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { ENV_METRICS, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { gainOf } from './sweep.ts';
 
 export const DEFAULT_ABLATE_TARGET = 'sim/qwen-3b';
@@ -55,6 +55,7 @@ export function withoutHook(patch: unknown, hook: string): { patch: unknown; rem
  */
 export async function runExpAblate(input: ExpAblateInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
   const o = resolveExpAblate(input);
+  requireTargetEnvs(o.target, o.envs, 'target');
   const { methods, meta: mMeta } = methodsMeta([o.method], o, 'method');
   requireAvailable(mMeta[0]!, 'method');
   const m = methods[0]!;

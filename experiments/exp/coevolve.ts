@@ -1,10 +1,12 @@
 /**
- * `hr1 exp coevolve`: a "fine-tuned" target (for now a stronger profile of the same family) with
+ * `hr1 exp coevolve`: a fine-tuned target (an lm/ zoo model's `-ft` variant; for a sim target a
+ * stronger profile of the same family stands in) with
  * the method's patches written from the vanilla target's packets vs from the fine-tuned target's
  * own packets, both scored on the fine-tuned target (and the vanilla target's own, for reference).
  */
 import { z } from 'zod';
 import { parseTargetSpec } from '../../policies/targets/spec.ts';
+import { ZOO } from '../../policies/targets/lm/zoo.ts';
 import { SIM_PROFILES } from '../../policies/targets/sim/profiles.ts';
 import { bootstrapStrata, pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { taskSeedMatrix } from '../report/data.ts';
@@ -13,7 +15,7 @@ import { barChart } from '../report/plots.ts';
 import { ExpError } from '../runner/errors.ts';
 import { ENV_METRICS, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { planMethodOnTarget } from './sweep.ts';
 
 export const DEFAULT_COEVOLVE_BASE = 'sim/qwen-3b';
@@ -34,9 +36,20 @@ export function resolveExpCoevolve(input: unknown): ExpCoevolveOptions {
   return resolveExp(ExpCoevolveSchema, input, 'coevolve');
 }
 
-/** The stand-in for a fine-tuned version of a sim target: the next larger profile of its family. */
+/**
+ * The fine-tuned version of a target: for `lm/<name>` the zoo's `<name>-ft` (the same model
+ * trained further on fresh data; `@tiny` kept); for a sim target a stand-in, the next larger
+ * profile of its family.
+ */
 export function tunedOf(target: string): string {
   const s = parseTargetSpec(target);
+  if (s.kind === 'lm') {
+    const tiny = s.name.endsWith('@tiny');
+    const base = tiny ? s.name.slice(0, -5) : s.name;
+    const ft = ZOO.find((z) => z.base === base);
+    if (!ft) throw new ExpError('EXP_CONFIG', `coevolve.tuned: the zoo has no fine-tuned variant of lm/${base} (those with one: ${ZOO.filter((z) => z.base).map((z) => `lm/${z.base}`).join(', ')}); give tuned explicitly`, { path: 'coevolve.tuned' });
+    return `lm/${ft.name}${tiny ? '@tiny' : ''}`;
+  }
   const p = s.kind === 'sim' ? SIM_PROFILES.find((x) => x.name === s.profile) : undefined;
   const next = p ? SIM_PROFILES.filter((x) => x.family === p.family && x.sizeB > p.sizeB).sort((a, b) => a.sizeB - b.sizeB)[0] : undefined;
   if (!next) throw new ExpError('EXP_CONFIG', `coevolve.tuned: no larger sim profile of ${target}'s family to stand in for its fine-tuned version; give tuned explicitly`, { path: 'coevolve.tuned' });
@@ -51,7 +64,9 @@ export function tunedOf(target: string): string {
  */
 export async function runExpCoevolve(input: ExpCoevolveInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
   const o = resolveExpCoevolve(input);
+  requireTargetEnvs(o.target, o.envs, 'target');
   const tuned = o.tuned ?? tunedOf(o.target);
+  requireTargetEnvs(tuned, o.envs, 'tuned');
   const { methods, meta: mMeta } = methodsMeta([o.method], o, 'method');
   requireAvailable(mMeta[0]!, 'method');
   const m = methods[0]!;

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { init } from '../../cluster/init.ts';
 import type { Cluster } from '../../cluster/client.ts';
 import { parseTargetSpec } from '../../policies/targets/spec.ts';
+import { buildZoo, readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
 import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts';
 import { ExpError } from '../runner/errors.ts';
 import { ExpRun, SPLITS, testTasks, type EvalRow } from '../runner/evaluate.ts';
@@ -165,6 +166,36 @@ export function simulatedOf(targets: readonly string[]): string[] {
   return targets.filter((t) => parseTargetSpec(t).kind === 'sim');
 }
 
+/**
+ * The envs a target can play, or null for every env: an `lm/` zoo model plays only the envs it
+ * was trained on (an ALFWorld model has never seen a SQL prompt).
+ */
+export function targetEnvs(target: string): readonly string[] | null {
+  const t = parseTargetSpec(target);
+  if (t.kind !== 'lm') return null;
+  return resolveConfig(t.name).envs;
+}
+
+/** Fail early when a single-target experiment's envs are not all playable by its target. */
+export function requireTargetEnvs(target: string, envs: readonly string[], path: string): void {
+  const ok = targetEnvs(target);
+  const bad = ok ? envs.filter((e) => !ok.includes(e)) : [];
+  if (bad.length) throw new ExpError('EXP_CONFIG', `${path}: ${target} was trained on ${ok!.join(', ')} only, not ${bad.join(', ')}; give --envs ${ok!.join(',')}`, { path });
+}
+
+/**
+ * Build the `lm/` zoo targets among `targets` that are not built yet (deterministic and cached,
+ * like \`hr1 zoo build\`), logging each. Remote nodes need the same zoo folder (HR1_ZOO_DIR) or
+ * their own \`hr1 zoo build\`: a build gives the same weights on any machine.
+ */
+export async function ensureLmTargets(targets: readonly string[], log: (line: string) => void): Promise<void> {
+  const names = [...new Set(targets.map((t) => parseTargetSpec(t)).flatMap((t) => (t.kind === 'lm' ? [t.name] : [])))];
+  const missing = names.filter((n) => !readMeta(resolveConfig(n)));
+  if (!missing.length) return;
+  log(`building lm targets not in the zoo yet: ${missing.map((n) => `lm/${n}`).join(', ')} (hr1 zoo build; cached afterwards)`);
+  await buildZoo({ only: missing, log });
+}
+
 export function splitsMeta(o: CommonOptions): RunMeta['splits'] {
   const out: RunMeta['splits'] = {};
   for (const env of o.envs) {
@@ -229,6 +260,7 @@ export async function runExperiment(
     const cluster = io.cluster ?? (rt = await init({ ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess, cluster: o.cluster, user: o.user, pass: o.pass, token: o.token, creds: o.creds })).cluster;
     if (rt) progress.log(`hr1 exp ${exp}: ${rt.note}; run folder ${dir}`);
     if (full.simulated.length) progress.log(`SIMULATED targets: ${full.simulated.join(', ')}`);
+    await ensureLmTargets(meta.targets, (l) => progress.log(l));
     x = new ExpRun(cluster, run, progress, o.rollout, {}, io.onUnitDone);
     await plan(x);
   } finally {

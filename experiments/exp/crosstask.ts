@@ -13,7 +13,7 @@ import { fmtDelta, fmtMeanStd, mdTable, textTable } from '../report/markdown.ts'
 import { barChart } from '../report/plots.ts';
 import { ENV_METRICS, SPLITS, episodesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, testSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, testSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { gainOf } from './sweep.ts';
 
 export const DEFAULT_CROSSTASK_TARGET = 'sim/qwen-3b';
@@ -69,6 +69,7 @@ async function failuresSource(x: ExpRun, env: string, target: string, n: number,
  */
 export async function runExpCrosstask(input: ExpCrosstaskInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
   const o = resolveExpCrosstask(input);
+  requireTargetEnvs(o.target, o.envs, 'target');
   const { methods, meta: mMeta } = methodsMeta(o.methods, o);
   const mopts = methodOptionsOf(o);
   const splits = splitsMeta(o);

@@ -11,7 +11,7 @@ import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { ENV_METRICS, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 
 /** The frozen target of the main table. @default 'sim/qwen-3b' (SIMULATED) */
 export const DEFAULT_MAIN_TARGET = 'sim/qwen-3b';
@@ -47,6 +47,7 @@ export const PAPER_MAIN = {
  */
 export async function runExpMain(input: ExpMainInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
   const o = resolveExpMain(input);
+  requireTargetEnvs(o.target, o.envs, 'target');
   const { methods, meta: mMeta } = methodsMeta(o.methods, o);
   const mopts = methodOptionsOf(o);
   return runExperiment(

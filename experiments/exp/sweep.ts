@@ -4,6 +4,7 @@
  * patches; the gain is Δ vs that target's vanilla on the env's test episodes (paired).
  */
 import { z } from 'zod';
+import { ZOO } from '../../policies/targets/lm/zoo.ts';
 import { SIM_PROFILES } from '../../policies/targets/sim/profiles.ts';
 import { pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { taskSeedMatrix } from '../report/data.ts';
@@ -12,11 +13,13 @@ import { heatmap } from '../report/plots.ts';
 import { ENV_METRICS, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { Method } from '../runner/methods.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, splitsMeta, targetEnvs, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';
 import type { ExpRun } from '../runner/evaluate.ts';
 
 /** Every SIMULATED profile. */
 export const DEFAULT_SWEEP_TARGETS = SIM_PROFILES.map((p) => `sim/${p.name}`);
+/** Every lm/ zoo model that is not a fine-tuned variant (`--targets zoo`). */
+export const ZOO_SWEEP_TARGETS = ZOO.filter((z) => !z.base).map((z) => `lm/${z.name}`);
 /** @default 'prompted-editor' (the engineer once it is registered: `--method engineer-grpo`) */
 export const DEFAULT_SWEEP_METHOD = 'prompted-editor';
 /** A smaller test set per cell than main: 40 tasks × 2 seeds, 2 packets. */
@@ -25,7 +28,12 @@ export const DEFAULT_SWEEP_TRAIN = { packets: 2, batchSize: 16 };
 
 export const ExpSweepSchema = z.strictObject({
   ...commonShape,
-  targets: z.array(targetSchema).min(1, 'name at least one target').default(DEFAULT_SWEEP_TARGETS),
+  /** target specs; `zoo` stands for every lm/ zoo model (not the -ft variants), `sims` for every sim profile */
+  targets: z
+    .array(z.union([z.literal('zoo'), z.literal('sims'), targetSchema]))
+    .min(1, 'name at least one target')
+    .default(DEFAULT_SWEEP_TARGETS)
+    .transform((ts) => [...new Set(ts.flatMap((t) => (t === 'zoo' ? ZOO_SWEEP_TARGETS : t === 'sims' ? DEFAULT_SWEEP_TARGETS : [t])))]),
   method: z.string().default(DEFAULT_SWEEP_METHOD),
   test: testSchema(DEFAULT_SWEEP_TEST),
   train: trainSchema(DEFAULT_SWEEP_TRAIN),
@@ -85,7 +93,8 @@ export async function runExpSweep(input: ExpSweepInput & { config?: string }, io
     io,
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];
-      for (const t of o.targets) for (const env of o.envs) planMethodOnTarget(x, o, 'sweep', m, env, t, t, '', plan);
+      // an lm/ target only plays the envs it was trained on; its other cells stay empty
+      for (const t of o.targets) for (const env of o.envs) if (targetEnvs(t)?.includes(env) ?? true) planMethodOnTarget(x, o, 'sweep', m, env, t, t, '', plan);
       x.progress.total(plan.length);
       for (const u of plan) await u();
     },

@@ -357,7 +357,11 @@ export class LearnerProcess {
   info(): Promise<LearnerInfo> {
     return this.call('info');
   }
-  sftStep(a: SequenceBatch & { lr?: number; microBatchSize?: number }): Promise<SftStepResult> {
+  /**
+   * One SFT step. `promptTargets[i]` lists positions inside prompt i whose tokens are labels too
+   * (each predicted from the position before it), e.g. the earlier actions of a behaviour-cloning window.
+   */
+  sftStep(a: SequenceBatch & { lr?: number; microBatchSize?: number; promptTargets?: number[][] }): Promise<SftStepResult> {
     return this.call('sft_step', a);
   }
   grpoStep(a: GrpoStepArgs): Promise<GrpoStepResult> {

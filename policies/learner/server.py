@@ -89,8 +89,12 @@ class Learner:
         self.ref = None
         self.step = 0
 
-    def batch(self, prompts, completions):
-        """Pad prompt+completion rows; return input_ids, gather index and mask of completion tokens."""
+    def batch(self, prompts, completions, prompt_targets=None):
+        """Pad prompt+completion rows; return input_ids, gather index and mask of completion tokens.
+
+        prompt_targets (SFT only): per row, positions inside the prompt whose tokens are labels too
+        (e.g. the earlier actions of a behaviour-cloning window); each j predicts token j from j-1.
+        """
         if not isinstance(prompts, list) or not isinstance(completions, list) or len(prompts) != len(completions):
             raise RequestError("args.prompts and args.completions must be lists of the same length")
         if not prompts:
@@ -109,8 +113,16 @@ class Learner:
             seqs.append(s)
             starts.append(len(p))
             lens.append(len(q))
+        extra = [[] for _ in seqs]
+        if prompt_targets is not None:
+            if not isinstance(prompt_targets, list) or len(prompt_targets) != len(seqs):
+                raise RequestError("args.prompt_targets must be a list with one list of positions per prompt")
+            for i, ps in enumerate(prompt_targets):
+                if not isinstance(ps, list) or not all(isinstance(j, int) and 1 <= j < starts[i] for j in ps):
+                    raise RequestError(f"args.prompt_targets[{i}] must list positions in [1, {starts[i]}) of prompt {i}")
+                extra[i] = sorted(set(ps))
         t = max(len(s) for s in seqs)
-        tc = max(max(lens), 1)
+        tc = max(max(len(e) + n for e, n in zip(extra, lens)), 1)
         ids = torch.full((len(seqs), t), c.pad_id, dtype=torch.long)
         for i, s in enumerate(seqs):
             ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
@@ -118,9 +130,10 @@ class Learner:
         idx = torch.zeros((len(seqs), tc), dtype=torch.long)
         mask = torch.zeros((len(seqs), tc), dtype=torch.float32)
         for i, (st, n) in enumerate(zip(starts, lens)):
-            if n:
-                idx[i, :n] = torch.arange(st - 1, st - 1 + n)
-                mask[i, :n] = 1.0
+            pos = [j - 1 for j in extra[i]] + list(range(st - 1, st - 1 + n))
+            if pos:
+                idx[i, : len(pos)] = torch.tensor(pos, dtype=torch.long)
+                mask[i, : len(pos)] = 1.0
         return ids.to(self.device), idx.to(self.device), mask.to(self.device), lens
 
     def token_logprobs(self, model, ids, idx, temperature=1.0, with_entropy=False):
@@ -195,7 +208,7 @@ class Learner:
     def op_sft_step(self, a):
         self.need_model()
         t0 = time.perf_counter()
-        ids, idx, mask, lens = self.batch(a.get("prompts"), a.get("completions"))
+        ids, idx, mask, lens = self.batch(a.get("prompts"), a.get("completions"), a.get("prompt_targets"))
         total = float(mask.sum())
         if total == 0:
             raise RequestError("sft_step needs at least one completion token")

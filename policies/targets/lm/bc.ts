@@ -4,18 +4,22 @@
  *
  * With probability `noise` the played action is a random admissible one instead of the expert's
  * (the label stays the expert's action from that state): the data then shows how to recover from
- * a detour, which an always-right expert never shows. The expert is the env's oracle: it knows
- * where things are, so a model trained on it learns where things usually are, not where they are.
+ * a detour, which an always-right expert never shows. ALFWorld's teacher is the explorer
+ * (explorer.ts): it searches for what it cannot see, where the env's oracle walks straight to
+ * hidden objects (a model cloned from the oracle learns to `take` things that are not there).
  */
 import { Rng } from '../../../cluster/rng.ts';
 import { admissible as alfAdmissible, expert as alfExpert, loadGames, reset as alfReset, step as alfStep, type AlfState, type Game } from '../../../envs/alfworld/index.ts';
 import { expert as wsExpert, loadWebshop, reset as wsReset, step as wsStep, type WebshopState } from '../../../envs/webshop/index.ts';
 import { alfworldEnv, runEpisode, webshopEnv, type ChatMessage, type EnvFactory, type Model } from '../../harness/index.ts';
+import { explorer } from './explorer.ts';
 import { buildContext, type ContextBudget } from './context.ts';
 import { withHints, type HintRates } from './hints.ts';
 import { EOS_ID, type LmTokenizer } from './tokenizer.ts';
 
 export type LmEnv = 'alfworld' | 'webshop';
+/** who labels ALFWorld decisions (see {@link CollectOptions.teacher}) */
+export type AlfTeacher = 'explorer' | 'oracle';
 export const LM_ENVS: readonly LmEnv[] = ['alfworld', 'webshop'];
 
 /** the split BC data is drawn from (evaluation uses the other one) */
@@ -33,6 +37,8 @@ export interface BcDecision {
   admissible: string[];
   /** actions executed before this decision */
   actions: string[];
+  /** the teacher's action at each of those steps (a played action that differs was noise) */
+  labels: string[];
 }
 
 export interface CollectOptions {
@@ -41,6 +47,11 @@ export interface CollectOptions {
   seed: number;
   /** chance of playing a random admissible action instead of the expert's. @default 0.15 */
   noise?: number;
+  /**
+   * ALFWorld's teacher: 'explorer' searches the room for what it cannot see (explorer.ts);
+   * 'oracle' is the env's all-knowing expert. @default 'explorer'
+   */
+  teacher?: AlfTeacher;
   /** ids to draw from. @default the env's training split */
   tasks?: readonly string[];
 }
@@ -52,13 +63,16 @@ interface Mirror {
   step(action: string): void;
 }
 
-function alfMirror(game: Game): Mirror {
+function alfMirror(game: Game, teacher: AlfTeacher): Mirror {
   let s: AlfState = alfReset(game, { grammar: 'legacy', protocol: 'react' }).state;
+  const ex = teacher === 'explorer' ? explorer(game) : null;
   return {
     admissible: () => alfAdmissible(game, s),
-    expert: () => alfExpert(game, s),
+    expert: () => (ex ? ex.next(s) : alfExpert(game, s)),
     step: (a) => {
-      s = alfStep(game, s, a).state;
+      const r = alfStep(game, s, a);
+      s = r.state;
+      ex?.played(a, r.observation);
     },
   };
 }
@@ -104,17 +118,19 @@ export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]>
   for (let e = 0; e < o.episodes; e++) {
     const taskId = order[e]!;
     const erng = rng.fork(`episode-${e}`);
-    const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!) : wsMirror(taskId);
+    const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!, o.teacher ?? 'explorer') : wsMirror(taskId);
     const actions: string[] = [];
+    const labels: string[] = [];
     const model: Model = {
       name: 'bc-expert',
       decide(ctx) {
         const label = mirror.expert() ?? 'look';
         const adm = mirror.admissible();
-        out.push({ env: o.env, taskId, messages: ctx.messages.map((m) => ({ ...m })), action: label, admissible: adm, actions: actions.slice() });
+        out.push({ env: o.env, taskId, messages: ctx.messages.map((m) => ({ ...m })), action: label, admissible: adm, actions: actions.slice(), labels: labels.slice() });
         const play = adm.length > 0 && actions.length > 0 && erng.chance(o.noise ?? 0.15) ? erng.pick(adm) : label;
         mirror.step(play);
         actions.push(play);
+        labels.push(label);
         return Promise.resolve(play);
       },
     };
@@ -127,6 +143,30 @@ export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]>
 export interface BcRow {
   prompt: number[];
   completion: number[];
+  /**
+   * positions in `prompt` that are labels too: the tokens of the earlier actions in the window
+   * that were the teacher's own (not noise), so one window teaches several decisions
+   */
+  targets: number[];
+}
+
+/**
+ * Prompt positions of the earlier actions in a window that the teacher chose: the k-th `<act>`
+ * turn before the final `<act>` is the k-th newest played action; its tokens (up to the next
+ * segment token) are labels when the played action was the teacher's.
+ */
+export function earlierActionTargets(prompt: readonly number[], tok: LmTokenizer, actions: readonly string[], labels: readonly string[]): number[] {
+  const act = tok.special('<act>');
+  const bounds = new Set((['<bos>', '<eos>', '<sys>', '<skill>', '<goal>', '<obs>', '<act>', '<hint>', '<cut>'] as const).map((t) => tok.special(t)));
+  const acts: number[] = [];
+  for (let i = 0; i < prompt.length - 1; i++) if (prompt[i] === act) acts.push(i);
+  const out: number[] = [];
+  for (let k = 0; k < acts.length; k++) {
+    const step = actions.length - acts.length + k;
+    if (step < 0 || actions[step] !== labels[step]) continue;
+    for (let j = acts[k]! + 1; j < prompt.length && !bounds.has(prompt[j]!); j++) out.push(j);
+  }
+  return out;
 }
 
 /**
@@ -138,6 +178,7 @@ export function bcRows(decisions: readonly BcDecision[], tok: LmTokenizer, budge
   return decisions.map((d) => {
     const msgs = withHints(d.messages, rng, { admissible: d.admissible, target: d.action, actions: d.actions }, rates);
     const completion = [...tok.encode(d.action).slice(0, (budget.maxNewTokens ?? 20) - 1), EOS_ID];
-    return { prompt: buildContext(msgs, tok, budget), completion };
+    const prompt = buildContext(msgs, tok, budget);
+    return { prompt, completion, targets: earlierActionTargets(prompt, tok, d.actions, d.labels) };
   });
 }

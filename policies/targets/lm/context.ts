@@ -24,7 +24,7 @@ export interface ContextBudget {
   skillTokens?: number;
   /** share of the window for the first observation. @default 0.3 */
   roomShare?: number;
-  /** tokens kept of one turn. @default 48 */
+  /** tokens kept of one turn (the newest observation keeps twice as many: it lists what is in view). @default 48 */
   turnTokens?: number;
 }
 
@@ -102,9 +102,12 @@ export function buildContext(messages: readonly ChatMessage[], tok: LmTokenizer,
   const kept: number[][] = [];
   let used = head.length + tail.length + 1; // + a possible <cut>
   let dropped = false;
+  let newestObs = true;
   for (let k = s.turns.length - 1; k >= 0; k--) {
     const t = s.turns[k]!;
-    const ids = [sp(t.kind === 'act' ? '<act>' : t.kind === 'obs' ? '<obs>' : '<hint>'), ...tok.encode(t.text).slice(0, cap)];
+    const keep = t.kind === 'obs' && newestObs ? 2 * cap : cap;
+    if (t.kind === 'obs') newestObs = false;
+    const ids = [sp(t.kind === 'act' ? '<act>' : t.kind === 'obs' ? '<obs>' : '<hint>'), ...tok.encode(t.text).slice(0, keep)];
     if (used + ids.length > room) {
       dropped = true;
       break;

@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { Rng } from '../../../cluster/rng.ts';
 import { LearnerProcess } from '../../learner/process.ts';
-import { bcRows, collectDecisions, type BcDecision, type LmEnv } from './bc.ts';
+import { bcRows, collectDecisions, type AlfTeacher, type BcDecision, type LmEnv } from './bc.ts';
 import { DEFAULT_MAX_NEW_TOKENS } from './context.ts';
 import { LmTargetError } from './errors.ts';
 import type { HintRates } from './hints.ts';
@@ -20,7 +20,7 @@ import { BOS_ID, EOS_ID, LmTokenizer, PAD_ID } from './tokenizer.ts';
 import { harvestWords } from './vocab.ts';
 
 /** bumped when training changes what a config builds (so old caches are not reused) */
-export const LM_TRAIN_VERSION = 1;
+export const LM_TRAIN_VERSION = 3;
 /** meta.json format */
 export const LM_META_FORMAT = 'hr1-lm/1';
 /** where built models live. @default '.hr1/zoo' under the working directory (HR1_ZOO_DIR overrides) */
@@ -50,6 +50,8 @@ export interface ZooConfig {
   noise?: number;
   /** chance of each hint segment in a training context (skills, hint turn, injected). @default 0.3 */
   hintRate?: number;
+  /** ALFWorld's teacher: the searching explorer or the all-knowing oracle (see bc.ts). @default 'explorer' */
+  teacher?: AlfTeacher;
   seed: number;
   /** sampling temperature of the served model. @default 0.5 */
   temperature?: number;
@@ -124,6 +126,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = ZOO): Reso
     lr: c.lr ?? 1e-3,
     noise: c.noise ?? 0.15,
     hintRate: c.hintRate ?? 0.3,
+    teacher: c.teacher ?? 'explorer',
     seed: c.seed,
     temperature: c.temperature ?? 0.5,
   };
@@ -185,6 +188,8 @@ export interface BuildOptions {
   progress?: boolean;
   /** rebuild even when cached */
   force?: boolean;
+  /** builds at once, each its own torch process on one thread. @default 1 */
+  jobs?: number;
   /** the learner's python (tests) */
   python?: string;
   /** the config table. @default ZOO */
@@ -225,7 +230,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const words = baseMeta ? baseMeta.words : await harvestWords(c.envs);
   const tok = new LmTokenizer(words);
   const decisions: BcDecision[] = [];
-  for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise })));
+  for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher })));
   const rates: HintRates = { skills: c.hintRate, hint: c.hintRate, injected: c.hintRate * 0.5 };
   const rows = bcRows(decisions, tok, { maxLen: c.maxLen, maxNewTokens: DEFAULT_MAX_NEW_TOKENS }, rates, c.seed);
   const t1 = performance.now();
@@ -253,7 +258,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
         if (order.length === 0) order = rng.shuffle(rows.map((_, i) => i));
         idx.push(order.pop()!);
       }
-      const r = await lp.sftStep({ prompts: idx.map((i) => rows[i]!.prompt), completions: idx.map((i) => rows[i]!.completion), lr: lrAt(c, s) });
+      const r = await lp.sftStep({ prompts: idx.map((i) => rows[i]!.prompt), completions: idx.map((i) => rows[i]!.completion), promptTargets: idx.map((i) => rows[i]!.targets), lr: lrAt(c, s) });
       losses.push(r.loss);
       tick(1);
     }
@@ -308,16 +313,49 @@ export async function buildZoo(o: BuildOptions = {}): Promise<BuildResult[]> {
   };
   for (const id of ids) add(resolveConfig(id, o.zoo));
   const total = wanted.reduce((a, c) => a + c.steps, 0);
-  const bar = o.progress ? new cliProgress.SingleBar({ format: 'zoo [{bar}] {percentage}% | {value}/{total} steps | {model}', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
+  const bar = o.progress ? new cliProgress.SingleBar({ format: 'zoo [{bar}] {percentage}% | {value}/{total} steps | {eta_formatted} left | {model}', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
   bar?.start(total, 0, { model: '' });
-  const out: BuildResult[] = [];
+  const jobs = Math.max(1, Math.floor(o.jobs ?? 1));
+  const results = new Map<string, BuildResult>();
+  // one settled-when-built promise per config, made up front so a variant can wait on its base
+  const done = new Map<string, { p: Promise<void>; ok: () => void; fail: (e: unknown) => void }>();
+  for (const c of wanted) {
+    let ok!: () => void;
+    let fail!: (e: unknown) => void;
+    const p = new Promise<void>((a, b) => {
+      ok = a;
+      fail = b;
+    });
+    p.catch(() => undefined);
+    done.set(c.hash, { p, ok, fail });
+  }
+  const running = new Set<string>();
+  const queue = wanted.slice();
   try {
-    for (const c of wanted) {
-      bar?.update({ model: `lm/${c.id}` });
-      out.push(await buildOne(c, o, (n) => bar?.increment(n)));
-    }
+    // up to `jobs` builds at once (each its own learner process); a fine-tuned variant waits for its base
+    const worker = async (): Promise<void> => {
+      for (;;) {
+        const c = queue.shift();
+        if (!c) return;
+        const slot = done.get(c.hash)!;
+        try {
+          if (c.base) await done.get(c.base.hash)?.p;
+          running.add(`lm/${c.id}`);
+          bar?.update({ model: [...running].join(', ') });
+          results.set(c.hash, await buildOne(c, o, (n) => bar?.increment(n)));
+          slot.ok();
+        } catch (e) {
+          slot.fail(e);
+          throw e;
+        } finally {
+          running.delete(`lm/${c.id}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(jobs, wanted.length) }, worker));
   } finally {
     bar?.stop();
   }
+  const out = wanted.map((c) => results.get(c.hash)!);
   return out;
 }

@@ -39,6 +39,26 @@ test.serial('learner - SFT steps lower the loss on a toy copy task', async (t) =
   t.is(lp1.logprobs[0]!.length, 7);
 });
 
+test.serial('learner - SFT prompt targets: prompt positions count as labels and are learned; bad positions are a typed error', async (t) => {
+  await lp.init({ config: CONFIG, seed: 5 });
+  // the prompt carries a pattern at positions 2..4 that only prompt targets teach
+  const prompt = [BOS, 9, 5, 6, 7, 9];
+  const batch = { prompts: [prompt, prompt], completions: [[EOS], [EOS]] };
+  const plain = await lp.sftStep({ ...batch, lr: 0 });
+  t.is(plain.tokens, 2);
+  const withTargets = await lp.sftStep({ ...batch, promptTargets: [[2, 3, 4], [2, 3, 4]], lr: 0 });
+  t.is(withTargets.tokens, 8);
+  const lpOf = async (): Promise<number> => sum((await lp.logprobs({ prompts: [[BOS, 9]], completions: [[5, 6, 7]] })).logprobs[0]!);
+  const before = await lpOf();
+  for (let i = 0; i < 10; i++) await lp.sftStep({ ...batch, promptTargets: [[2, 3, 4], [2, 3, 4]], lr: 3e-3 });
+  const after = await lpOf();
+  t.true(after > before + 1, `log p(5 6 7 | BOS 9): ${before.toFixed(2)} → ${after.toFixed(2)}`);
+  const e = await t.throwsAsync(lp.sftStep({ ...batch, promptTargets: [[0], [2]] }), { instanceOf: LearnerOpError });
+  t.regex(e!.message, /prompt_targets\[0\] must list positions in \[1, 6\)/);
+  const e2 = await t.throwsAsync(lp.sftStep({ ...batch, promptTargets: [[2]] }), { instanceOf: LearnerOpError });
+  t.regex(e2!.message, /one list of positions per prompt/);
+});
+
 test.serial('learner - a GRPO step with hand-set rewards moves the rewarded completion up and the other down', async (t) => {
   await lp.init({ config: CONFIG, seed: 3 });
   const prompt = [BOS, 5, 6, 7];

@@ -48,8 +48,7 @@ async function play(name: string, seed = 1, games = GAMES): Promise<Figures> {
 const built = (async () => {
   const t0 = performance.now();
   // one learner process per build, two at once (two cores)
-  const [a, b] = await Promise.all([buildZoo({ only: ['alf-xs-192-a', 'untrained'], tiny: true, dir, zoo }), buildZoo({ only: ['alf-xs-192-b'], tiny: true, dir, zoo })]);
-  const results = [a[0]!, b[0]!, a[1]!];
+  const results = await buildZoo({ only: ['alf-xs-192-a', 'alf-xs-192-b', 'untrained'], tiny: true, dir, zoo, jobs: 2 });
   return { results, s: (performance.now() - t0) / 1000 };
 })();
 
@@ -59,8 +58,6 @@ test('zoo build - two tiny targets train, export ONNX and are cached by config h
   for (const r of results.slice(0, 2)) {
     t.false(r.cached);
     t.true(r.lossLast < r.lossFirst * 0.6, `${r.id}: loss ${r.lossFirst.toFixed(2)} → ${r.lossLast.toFixed(2)}`);
-    // ~15–18 s alone on 2 cores; the bound leaves room for a loaded CI machine
-    t.true(r.ms < 90_000, `${r.id} built in ${r.ms} ms`);
     t.log(`${r.id}: ${r.params} params, loss ${r.lossFirst.toFixed(2)} → ${r.lossLast.toFixed(2)}, ${(r.ms / 1000).toFixed(1)} s`);
   }
   t.not(results[0]!.hash, results[1]!.hash);
@@ -68,6 +65,20 @@ test('zoo build - two tiny targets train, export ONNX and are cached by config h
   const again = await buildZoo({ only: ['alf-xs-192-a'], tiny: true, dir, zoo });
   t.true(again[0]!.cached);
   t.is(again[0]!.hash, results[0]!.hash);
+});
+
+test('zoo build - deterministic: the same config builds the same weights in another folder', async (t) => {
+  const { results } = await built;
+  const other = mkdtempSync(join(tmpdir(), 'hr1-zoo-'));
+  try {
+    const [r] = await buildZoo({ only: ['alf-xs-192-b'], tiny: true, dir: other, zoo });
+    t.false(r!.cached);
+    t.is(r!.hash, results[1]!.hash);
+    t.deepEqual(readFileSync(join(r!.dir, 'model.onnx')), readFileSync(join(results[1]!.dir, 'model.onnx')));
+    t.is(r!.lossLast, results[1]!.lossLast);
+  } finally {
+    rmSync(other, { recursive: true, force: true });
+  }
 });
 
 test('lm target - a tiny trained model writes actions and does less nothing than an untrained one', async (t) => {
