@@ -391,7 +391,7 @@ expCommon(expCmd.command('ablate').description('a method\'s patches with each ho
   });
 expCommon(expCmd.command('coevolve').description('patches from the vanilla target\'s packets vs the fine-tuned target\'s, both on the fine-tuned target'))
   .option('--target <spec>', 'the vanilla target')
-  .option('--tuned <spec>', 'the fine-tuned target (default: the next larger sim profile of the family)')
+  .option('--tuned <spec>', 'the fine-tuned target (default: lm/<name>-ft for a zoo model; the next larger sim profile of the family for a sim target)')
   .option('--method <name>', 'the method')
   .action(async (o) => {
     const { runExpCli } = await import('./exp.ts');
@@ -413,9 +413,12 @@ zoo
   .option('--only <list>', 'names, comma-separated (default: all)', list)
   .option('--tiny', 'build the <name>@tiny variants (few steps; what CI builds)')
   .option('--force', 'rebuild even when cached')
+  .option('--jobs <n>', 'builds at once, one torch thread each (default: the CPU count, at most 4)', parsePositiveInt('--jobs'))
   .action(async (o) => {
     const lm = await import('../../policies/targets/lm/index.ts');
-    const r = await lm.buildZoo({ ...(o.only ? { only: o.only } : {}), tiny: !!o.tiny, force: !!o.force, progress: true, log: (l: string) => process.stderr.write(`${l}\n`) });
+    const { availableParallelism } = await import('node:os');
+    const jobs = o.jobs ?? Math.min(4, availableParallelism());
+    const r = await lm.buildZoo({ ...(o.only ? { only: o.only } : {}), tiny: !!o.tiny, force: !!o.force, jobs, progress: true, log: (l: string) => process.stderr.write(`${l}\n`) });
     console.log(`${r.length} target(s) built or cached`);
   });
 zoo

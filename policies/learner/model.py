@@ -102,13 +102,17 @@ class Engineer(nn.Module):
         elif isinstance(m, nn.Embedding):
             nn.init.normal_(m.weight, std=0.02)
 
-    def forward(self, input_ids):
+    def hidden(self, input_ids):
+        """the final hidden states [B, T, D] (the logits are head(hidden))"""
         t = input_ids.shape[1]
         x = self.tok(input_ids) + self.pos.weight[:t].unsqueeze(0)
         mask = self.causal[:t, :t]
         for blk in self.blocks:
             x = blk(x, mask)
-        return self.head(self.ln_f(x))
+        return self.ln_f(x)
+
+    def forward(self, input_ids):
+        return self.head(self.hidden(input_ids))
 
     def num_params(self):
         return sum(p.numel() for p in self.parameters())

@@ -137,13 +137,15 @@ class Learner:
         return ids.to(self.device), idx.to(self.device), mask.to(self.device), lens
 
     def token_logprobs(self, model, ids, idx, temperature=1.0, with_entropy=False):
-        logits = model(ids)[:, :-1, :] if ids.shape[1] > 1 else model(ids)[:, :0, :]
-        if temperature != 1.0:
-            logits = logits / temperature
-        logp_all = torch.log_softmax(logits.float(), dim=-1)
+        # the vocabulary projection runs only at the gathered positions, not at every position
+        h = model.hidden(ids)[:, :-1, :] if ids.shape[1] > 1 else model.hidden(ids)[:, :0, :]
         targets = ids[:, 1:]
         safe_idx = idx.clamp(max=max(targets.shape[1] - 1, 0))
-        lp_rows = torch.gather(logp_all, 1, safe_idx.unsqueeze(-1).expand(-1, -1, logp_all.shape[-1]))
+        h_rows = torch.gather(h, 1, safe_idx.unsqueeze(-1).expand(-1, -1, h.shape[-1]))
+        logits = model.head(h_rows)
+        if temperature != 1.0:
+            logits = logits / temperature
+        lp_rows = torch.log_softmax(logits.float(), dim=-1)
         tok = torch.gather(targets, 1, safe_idx)
         lp = torch.gather(lp_rows, 2, tok.unsqueeze(-1)).squeeze(-1)
         ent = None

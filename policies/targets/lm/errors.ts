@@ -1,7 +1,7 @@
 /** Typed errors of the learned targets. */
 import { Hr1Error, type Hr1ErrorFields } from '../../../cluster/errors.ts';
 
-export type LmErrorCode = 'LM_NOT_BUILT' | 'LM_UNKNOWN' | 'LM_BAD_META' | 'LM_BAD_OPTION';
+export type LmErrorCode = 'LM_NOT_BUILT' | 'LM_UNKNOWN' | 'LM_BAD_META' | 'LM_BAD_OPTION' | 'LM_BUILD_FAILED';
 
 /** A learned-target failure; `code` says which, `data` holds the values involved. */
 export class LmTargetError extends Hr1Error {

@@ -20,7 +20,7 @@ import { BOS_ID, EOS_ID, LmTokenizer, PAD_ID } from './tokenizer.ts';
 import { harvestWords } from './vocab.ts';
 
 /** bumped when training changes what a config builds (so old caches are not reused) */
-export const LM_TRAIN_VERSION = 3;
+export const LM_TRAIN_VERSION = 4;
 /** meta.json format */
 export const LM_META_FORMAT = 'hr1-lm/1';
 /** where built models live. @default '.hr1/zoo' under the working directory (HR1_ZOO_DIR overrides) */
@@ -44,7 +44,7 @@ export interface ZooConfig {
   steps: number;
   /** rows per step. @default 24 */
   batch?: number;
-  /** peak learning rate (warm-up, then cosine to a tenth). @default 1e-3 */
+  /** peak learning rate (warm-up, then cosine to a tenth). @default 3e-3 */
   lr?: number;
   /** chance of a random action in the expert episodes. @default 0.15 */
   noise?: number;
@@ -69,31 +69,34 @@ const size = {
 const alf: LmEnv[] = ['alfworld'];
 const ws: LmEnv[] = ['webshop'];
 
-/** The zoo: sizes xs/s/m/l, contexts 192–384, 25–200 episodes, 300–1200 steps, seeds; two fine-tuned variants. */
+/**
+ * The zoo: sizes xs/s/m/l, contexts 192–384, 40–1,000 episodes, 400–1,500 steps, seeds 1–3, a
+ * hint-blind, a noise-free and an oracle-taught variant, two WebShop models, three fine-tuned variants.
+ */
 export const ZOO: readonly ZooConfig[] = Object.freeze([
-  { name: 'alf-xs-192-a', envs: alf, ...size.xs, maxLen: 192, episodes: 50, steps: 300, seed: 1 },
-  { name: 'alf-xs-192-b', envs: alf, ...size.xs, maxLen: 192, episodes: 50, steps: 300, seed: 2 },
-  { name: 'alf-xs-256-a', envs: alf, ...size.xs, maxLen: 256, episodes: 100, steps: 400, seed: 1 },
-  { name: 'alf-s-192-a', envs: alf, ...size.s, maxLen: 192, episodes: 100, steps: 500, seed: 1 },
-  { name: 'alf-s-256-a', envs: alf, ...size.s, maxLen: 256, episodes: 100, steps: 500, seed: 1 },
-  { name: 'alf-s-256-b', envs: alf, ...size.s, maxLen: 256, episodes: 100, steps: 500, seed: 2 },
-  { name: 'alf-s-256-c', envs: alf, ...size.s, maxLen: 256, episodes: 100, steps: 500, seed: 3 },
-  { name: 'alf-s-256-lo', envs: alf, ...size.s, maxLen: 256, episodes: 25, steps: 300, seed: 1, note: 'little data' },
-  { name: 'alf-s-256-hi', envs: alf, ...size.s, maxLen: 256, episodes: 200, steps: 800, seed: 1, note: 'more data' },
-  { name: 'alf-s-384-a', envs: alf, ...size.s, maxLen: 384, episodes: 100, steps: 500, seed: 1 },
-  { name: 'alf-m-256-a', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 800, seed: 1 },
-  { name: 'alf-m-256-b', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 800, seed: 2 },
-  { name: 'alf-m-256-lo', envs: alf, ...size.m, maxLen: 256, episodes: 40, steps: 500, seed: 1, note: 'little data' },
-  { name: 'alf-m-256-nohint', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 800, seed: 1, hintRate: 0, note: 'never saw a hint' },
-  { name: 'alf-m-256-nonoise', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 800, seed: 1, noise: 0, note: 'expert paths only' },
-  { name: 'alf-m-384-a', envs: alf, ...size.m, maxLen: 384, episodes: 150, steps: 800, seed: 1 },
-  { name: 'alf-l-256-a', envs: alf, ...size.l, maxLen: 256, episodes: 200, steps: 1200, seed: 1 },
-  { name: 'alf-l-384-a', envs: alf, ...size.l, maxLen: 384, episodes: 200, steps: 1200, seed: 1 },
-  { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 100, steps: 500, seed: 1 },
-  { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 200, steps: 800, seed: 1 },
-  { name: 'alf-xs-192-a-ft', envs: alf, ...size.xs, maxLen: 192, episodes: 50, steps: 200, seed: 11, base: 'alf-xs-192-a', note: 'alf-xs-192-a trained further' },
-  { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 100, steps: 300, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
-  { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 150, steps: 400, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
+  { name: 'alf-xs-192-a', envs: alf, ...size.xs, maxLen: 192, episodes: 200, steps: 400, seed: 1 },
+  { name: 'alf-xs-192-b', envs: alf, ...size.xs, maxLen: 192, episodes: 200, steps: 400, seed: 2 },
+  { name: 'alf-xs-256-a', envs: alf, ...size.xs, maxLen: 256, episodes: 300, steps: 600, seed: 1 },
+  { name: 'alf-s-192-a', envs: alf, ...size.s, maxLen: 192, episodes: 300, steps: 600, seed: 1 },
+  { name: 'alf-s-256-a', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1 },
+  { name: 'alf-s-256-b', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 2 },
+  { name: 'alf-s-256-c', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 3 },
+  { name: 'alf-s-256-lo', envs: alf, ...size.s, maxLen: 256, episodes: 40, steps: 400, seed: 1, note: 'little data' },
+  { name: 'alf-s-256-hi', envs: alf, ...size.s, maxLen: 256, episodes: 1000, steps: 1200, seed: 1, note: 'more data and steps' },
+  { name: 'alf-s-384-a', envs: alf, ...size.s, maxLen: 384, episodes: 400, steps: 800, seed: 1 },
+  { name: 'alf-m-256-a', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1 },
+  { name: 'alf-m-256-b', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 2 },
+  { name: 'alf-m-256-lo', envs: alf, ...size.m, maxLen: 256, episodes: 60, steps: 600, seed: 1, note: 'little data' },
+  { name: 'alf-m-256-nohint', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1, hintRate: 0, note: 'never saw a hint' },
+  { name: 'alf-m-256-nonoise', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1, noise: 0, note: 'teacher paths only' },
+  { name: 'alf-m-256-oracle', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1, teacher: 'oracle', note: 'cloned from the all-knowing oracle' },
+  { name: 'alf-m-384-a', envs: alf, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1 },
+  { name: 'alf-l-256-a', envs: alf, ...size.l, maxLen: 256, episodes: 600, steps: 1500, lr: 2e-3, seed: 1 },
+  { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1 },
+  { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1 },
+  { name: 'alf-xs-192-a-ft', envs: alf, ...size.xs, maxLen: 192, episodes: 200, steps: 200, seed: 11, base: 'alf-xs-192-a', note: 'alf-xs-192-a trained further' },
+  { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 400, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
+  { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 500, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
 ] satisfies ZooConfig[]);
 
 /** A config with defaults filled, the tiny budget applied, and its hash. */
@@ -123,7 +126,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = ZOO): Reso
     episodes: tiny ? Math.min(c.episodes, TINY_BUDGET.episodes) : c.episodes,
     steps: tiny ? Math.min(c.steps, TINY_BUDGET.steps) : c.steps,
     batch: c.batch ?? 24,
-    lr: c.lr ?? 1e-3,
+    lr: c.lr ?? 3e-3,
     noise: c.noise ?? 0.15,
     hintRate: c.hintRate ?? 0.3,
     teacher: c.teacher ?? 'explorer',
@@ -330,7 +333,10 @@ export async function buildZoo(o: BuildOptions = {}): Promise<BuildResult[]> {
     done.set(c.hash, { p, ok, fail });
   }
   const running = new Set<string>();
-  const queue = wanted.slice();
+  // the costliest builds first (fewer idle workers at the end); a variant still waits for its base
+  const cost = (c: ResolvedConfig): number => c.steps * c.batch * c.maxLen * c.dModel * c.dModel * c.nLayers;
+  const queue = [...wanted.filter((c) => !c.base).sort((a, b) => cost(b) - cost(a)), ...wanted.filter((c) => c.base)];
+  const failed: { id: string; error: unknown }[] = [];
   try {
     // up to `jobs` builds at once (each its own learner process); a fine-tuned variant waits for its base
     const worker = async (): Promise<void> => {
@@ -345,8 +351,10 @@ export async function buildZoo(o: BuildOptions = {}): Promise<BuildResult[]> {
           results.set(c.hash, await buildOne(c, o, (n) => bar?.increment(n)));
           slot.ok();
         } catch (e) {
+          // one failed build does not stop the others; they are reported together at the end
           slot.fail(e);
-          throw e;
+          failed.push({ id: c.id, error: e });
+          o.log?.(`lm/${c.id}: FAILED: ${e instanceof Error ? e.message : String(e)}`);
         } finally {
           running.delete(`lm/${c.id}`);
         }
@@ -355,6 +363,11 @@ export async function buildZoo(o: BuildOptions = {}): Promise<BuildResult[]> {
     await Promise.all(Array.from({ length: Math.min(jobs, wanted.length) }, worker));
   } finally {
     bar?.stop();
+  }
+  if (failed.length) {
+    const first = failed[0]!.error;
+    if (failed.length === 1 && first instanceof LmTargetError) throw first;
+    throw new LmTargetError('LM_BUILD_FAILED', `${failed.length} zoo build(s) failed (the others are built and cached): ${failed.map((f) => `lm/${f.id}: ${f.error instanceof Error ? f.error.message : String(f.error)}`).join('; ')}`, { data: { failed: failed.map((f) => f.id) }, cause: first });
   }
   const out = wanted.map((c) => results.get(c.hash)!);
   return out;
