@@ -316,7 +316,7 @@ export async function buildZoo(o: BuildOptions = {}): Promise<BuildResult[]> {
   };
   for (const id of ids) add(resolveConfig(id, o.zoo));
   const total = wanted.reduce((a, c) => a + c.steps, 0);
-  const bar = o.progress ? new cliProgress.SingleBar({ format: 'zoo [{bar}] {percentage}% | {value}/{total} steps | {eta_formatted} left | {model}', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
+  const bar = o.progress ? new cliProgress.SingleBar({ format: 'zoo [{bar}] {percentage}% | {value}/{total} steps | {eta_formatted} left | {model}', stream: process.stderr, noTTYOutput: true, notTTYSchedule: 30_000 }, cliProgress.Presets.shades_classic) : null;
   bar?.start(total, 0, { model: '' });
   const jobs = Math.max(1, Math.floor(o.jobs ?? 1));
   const results = new Map<string, BuildResult>();

@@ -2,7 +2,8 @@ import test from 'ava';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_BOOTSTRAP, DEFAULT_EDITOR, DEFAULT_MAIN_METHODS, DEFAULT_MAIN_TARGET, DEFAULT_TEST, DEFAULT_TRAIN, ExpError, defaultRunDir, resolveExpMain, resolveExpSweep, runExpMain } from '../../../experiments/exp/index.ts';
+import { DEFAULT_BOOTSTRAP, DEFAULT_EDITOR, DEFAULT_MAIN_METHODS, DEFAULT_MAIN_TARGET, DEFAULT_TEST, DEFAULT_TRAIN, ExpError, defaultRunDir, DEFAULT_SWEEP_TARGETS, resolveExpCoevolve, resolveExpMain, resolveExpSweep, runExpMain, tunedOf } from '../../../experiments/exp/index.ts';
+import { ZOO } from '../../../policies/targets/lm/zoo.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hr1-cfg-'));
 
@@ -62,6 +63,14 @@ test('config - the shipped configs are valid', (t) => {
   const f = resolveExpMain({ config: 'experiments/configs/main.full.yaml' });
   t.is(f.editor.select, 'best-of-k');
   t.true(f.train.packets > d.train.packets);
+  // the lm/ zoo configs: `zoo` expands to every zoo model that is not a -ft variant
+  const z = resolveExpSweep({ config: 'experiments/configs/sweep.zoo.yaml' });
+  t.deepEqual(z.targets, ZOO.filter((c) => !c.base).map((c) => `lm/${c.name}`));
+  t.true(z.targets.length >= 20);
+  t.deepEqual(resolveExpSweep({ targets: ['sims', 'sim/qwen-3b'] }).targets, DEFAULT_SWEEP_TARGETS);
+  t.is(resolveExpMain({ config: 'experiments/configs/main.lm.yaml' }).target, 'lm/alf-l-256-a');
+  const c = resolveExpCoevolve({ config: 'experiments/configs/coevolve.lm.yaml' });
+  t.is(tunedOf(c.target), 'lm/alf-m-256-a-ft');
 });
 
 test('config - an unknown method names its place in the list', async (t) => {
