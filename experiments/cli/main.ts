@@ -264,7 +264,7 @@ addClusterOptions(
     .command('train')
     .description('train the built-in engineer: cold-start SFT on verified teacher patches, then GRPO (Δ_B rewards)')
     .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']))
-    .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED)')
+    .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED; an lm/<name> not built yet is built first)')
     .option('--config <file>', 'a YAML config (see experiments/configs/train.default.yaml); flags override it')
     .option('--iterations <n>', 'GRPO iterations', parsePositiveInt('--iterations'))
     .option('--seed <n>', 'seed', (v) => Number(v))
@@ -276,6 +276,9 @@ addClusterOptions(
   const { resolveTrainConfig, trainEngineer } = await import('../train.ts');
   const cfg = resolveTrainConfig(o.config, { env: o.env, target: o.target, seed: o.seed, out: o.out, validator: o.validator });
   if (o.iterations !== undefined) cfg.grpo.iterations = o.iterations;
+  const { ensureLmTargets, requireTargetEnvs } = await import('../exp/common.ts');
+  requireTargetEnvs(cfg.target, [cfg.env], 'target');
+  await ensureLmTargets([cfg.target], (l) => process.stderr.write(`${l}\n`));
   const { init } = await import('../../cluster/init.ts');
   const { authOf } = await import('./options.ts');
   const rt = await init({ ...authOf(o), cluster: o.cluster, ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess ?? false });
