@@ -30,7 +30,9 @@ export interface VanillaResult {
   env: LmEnv;
   episodes: number;
   success: number;
-  /** share of steps answered "Nothing happens." (ALFWorld) or an invalid click (WebShop) */
+  /** mean final reward (ALFWorld: = success; WebShop: the attribute/option/price score in [0, 1]) */
+  score: number;
+  /** share of steps answered "Nothing happens." (ALFWorld) or that left the page unchanged (WebShop) */
   noop: number;
   meanSteps: number;
 }
@@ -41,7 +43,10 @@ export interface VanillaResult {
  */
 export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: number; seeds?: number; dir?: string; zoo?: readonly ZooConfig[]; fresh?: boolean } = {}): Promise<VanillaResult> {
   const file = join(modelDir(resolveConfig(name, o.zoo), o.dir), `vanilla-${env}-${o.tasks ?? 20}x${o.seeds ?? 1}.json`);
-  if (!o.fresh && existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as VanillaResult;
+  if (!o.fresh && existsSync(file)) {
+    const hit = JSON.parse(readFileSync(file, 'utf8')) as Partial<VanillaResult>;
+    if (typeof hit.score === 'number') return hit as VanillaResult;
+  }
   const r = await measureFresh(name, env, o);
   if (existsSync(dirname(file))) writeFileSync(file, `${JSON.stringify(r)}\n`);
   return r;
@@ -51,6 +56,7 @@ async function measureFresh(name: string, env: LmEnv, o: { tasks?: number; seeds
   const m = await lmModel(name, { ...(o.dir ? { dir: o.dir } : {}), ...(o.zoo ? { zoo: o.zoo } : {}) });
   const tasks = taskIds(env, EVAL_SPLIT[env]).slice(0, o.tasks ?? 20);
   let won = 0;
+  let reward = 0;
   let steps = 0;
   let noop = 0;
   let n = 0;
@@ -60,14 +66,16 @@ async function measureFresh(name: string, env: LmEnv, o: { tasks?: number; seeds
         const rec = await runEpisode(envFactory(env, t), { model: m, seed });
         n++;
         won += rec.outcome.won ? 1 : 0;
+        reward += rec.outcome.reward ?? 0;
         steps += rec.steps.length;
-        noop += rec.steps.filter((s) => s.observation.startsWith('Nothing happens') || /invalid|not (valid|available)/i.test(s.observation.slice(0, 60))).length;
+        // ALFWorld answers "Nothing happens."; WebShop shows the same page again after a click or search that did nothing
+        noop += rec.steps.filter((s, i) => s.observation.startsWith('Nothing happens') || /invalid|not (valid|available)/i.test(s.observation.slice(0, 60)) || (env === 'webshop' && s.observation === (i > 0 ? rec.steps[i - 1]!.observation : null))).length;
       }
     }
   } finally {
     await m.release();
   }
-  return { env, episodes: n, success: won / Math.max(1, n), noop: noop / Math.max(1, steps), meanSteps: steps / Math.max(1, n) };
+  return { env, episodes: n, success: won / Math.max(1, n), score: reward / Math.max(1, n), noop: noop / Math.max(1, steps), meanSteps: steps / Math.max(1, n) };
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
@@ -90,23 +98,23 @@ export async function zooTable(o: ZooTableOptions = {}): Promise<string> {
   const lines = [
     ZOO_TABLE_BEGIN,
     '',
-    `Measured vanilla success (no patch, base harness), the first ${tasks} tasks × ${seeds} seed(s) of each env's evaluation split (ALFWorld valid_seen, ReAct protocol, 49 steps; WebShop test goals, 15 steps). noop = share of steps that did nothing ("Nothing happens." / an invalid click). Trained on ALFWorld valid_train / WebShop train expert episodes. Success is only measured on the envs a model was trained for.`,
+    `Measured vanilla success (no patch, base harness), the first ${tasks} tasks × ${seeds} seed(s) of each env's evaluation split (ALFWorld valid_seen, ReAct protocol, 49 steps; WebShop test goals, 15 steps). noop = share of steps that did nothing ("Nothing happens." in ALFWorld; in WebShop a step that left the page as it was). Trained on ALFWorld valid_train episodes of the teacher named (explorer: searches; oracle: knows where things are) / WebShop train episodes of its expert. score = mean final reward (WebShop's partial attribute/option/price score; ALFWorld's equals success). Success is only measured on the envs a model was trained for.`,
     '',
-    '| target | env | d_model × layers | ctx | episodes | steps | seed | teacher | params | loss first → last | build s | success | noop | mean steps |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| target | env | d_model × layers | ctx | episodes | steps | seed | teacher | params | loss first → last | build s | success | score | noop | mean steps |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const id of ids) {
     const c = resolveConfig(id, zoo);
     const meta = readMeta(c, o.dir);
     const head = `| lm/${id}${c.base ? ` (from ${c.base.id})` : ''} | ${c.envs.join(', ')} | ${c.dModel} × ${c.nLayers} | ${c.maxLen} | ${c.episodes} | ${c.steps} | ${c.seed} | ${c.envs.includes('alfworld') ? c.teacher : 'expert'}${c.hintRate === 0 ? ', no hints' : ''}${c.noise === 0 ? ', no noise' : ''}`;
     if (!meta) {
-      lines.push(`${head} | – | – | – | not built | – | – |`);
+      lines.push(`${head} | – | – | – | not built | – | – | – |`);
       continue;
     }
     for (const env of c.envs) {
       const r = await measureVanilla(id, env, { tasks, seeds, ...(o.dir ? { dir: o.dir } : {}), zoo });
       o.log?.(`lm/${id} ${env}: success ${pct(r.success)}, noop ${pct(r.noop)}`);
-      lines.push(`${head} | ${meta.params.toLocaleString('en-US')} | ${meta.lossFirst.toFixed(2)} → ${meta.lossLast.toFixed(2)} | ${(meta.ms.total / 1000).toFixed(0)} | ${pct(r.success)} | ${pct(r.noop)} | ${r.meanSteps.toFixed(1)} |`);
+      lines.push(`${head} | ${meta.params.toLocaleString('en-US')} | ${meta.lossFirst.toFixed(2)} → ${meta.lossLast.toFixed(2)} | ${(meta.ms.total / 1000).toFixed(0)} | ${pct(r.success)} | ${r.score.toFixed(2)} | ${pct(r.noop)} | ${r.meanSteps.toFixed(1)} |`);
     }
   }
   lines.push('', ZOO_TABLE_END);
