@@ -13,6 +13,7 @@ import { admissible as alfAdmissible, expert as alfExpert, loadGames, reset as a
 import { expert as wsExpert, loadWebshop, reset as wsReset, step as wsStep, type WebshopState } from '../../../envs/webshop/index.ts';
 import { alfworldEnv, runEpisode, webshopEnv, type ChatMessage, type EnvFactory, type Model } from '../../harness/index.ts';
 import { explorer } from './explorer.ts';
+import { slotMap, slotMessages, toSlots } from './slots.ts';
 import { buildContext, type ContextBudget } from './context.ts';
 import { withHints, type HintRates } from './hints.ts';
 import { EOS_ID, type LmTokenizer } from './tokenizer.ts';
@@ -171,13 +172,20 @@ export function earlierActionTargets(prompt: readonly number[], tok: LmTokenizer
 
 /**
  * Training rows from decisions, each with random hint segments (see hints.ts); the same RNG seed
- * gives the same rows.
+ * gives the same rows. `slots`: product ids written as `pslot K` (slots.ts).
  */
-export function bcRows(decisions: readonly BcDecision[], tok: LmTokenizer, budget: ContextBudget, rates: HintRates, seed: number): BcRow[] {
+export function bcRows(decisions: readonly BcDecision[], tok: LmTokenizer, budget: ContextBudget, rates: HintRates, seed: number, o: { slots?: boolean } = {}): BcRow[] {
   const rng = new Rng(`lm-bc-rows:${seed}`);
   return decisions.map((d) => {
-    const msgs = withHints(d.messages, rng, { admissible: d.admissible, target: d.action, actions: d.actions }, rates);
-    const completion = [...tok.encode(d.action).slice(0, (budget.maxNewTokens ?? 20) - 1), EOS_ID];
+    let msgs = withHints(d.messages, rng, { admissible: d.admissible, target: d.action, actions: d.actions }, rates);
+    let action = d.action;
+    if (o.slots) {
+      // product ids as slots (slots.ts), in the context and the label alike
+      const map = slotMap(msgs);
+      msgs = slotMessages(msgs, map);
+      action = toSlots(action, map);
+    }
+    const completion = [...tok.encode(action).slice(0, (budget.maxNewTokens ?? 20) - 1), EOS_ID];
     const prompt = buildContext(msgs, tok, budget);
     return { prompt, completion, targets: earlierActionTargets(prompt, tok, d.actions, d.labels) };
   });

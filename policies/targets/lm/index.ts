@@ -14,6 +14,7 @@ export { buildContext, segmentMessages, DEFAULT_MAX_NEW_TOKENS, type ContextBudg
 export { withHints, sampleHintText, SKILL_BANK, WARNING_BANK, TEMPLATE_BANK, type HintInputs, type HintRates } from './hints.ts';
 export { collectDecisions, bcRows, taskIds, envFactory, TRAIN_SPLIT, EVAL_SPLIT, LM_ENVS, type AlfTeacher, type BcDecision, type BcRow, type CollectOptions, type LmEnv } from './bc.ts';
 export { explorer, searchPrior, type Explorer, type SearchPrior } from './explorer.ts';
+export { slotMap, toSlots, fromSlots, slotMessages, SLOT_WORD, MAX_SLOTS, type SlotMap } from './slots.ts';
 export {
   ZOO,
   TINY_BUDGET,

@@ -9,6 +9,7 @@ import { hashString } from '../../../cluster/rng.ts';
 import type { DecisionContext, Model } from '../../harness/index.ts';
 import { OnnxEngineer } from '../../learner/onnx.ts';
 import { buildContext } from './context.ts';
+import { fromSlots, slotMap, slotMessages } from './slots.ts';
 import { LmNotBuiltError } from './errors.ts';
 import { LmTokenizer } from './tokenizer.ts';
 import { modelDir, readMeta, resolveConfig, type LmMeta, type ResolvedConfig, type ZooConfig } from './zoo.ts';
@@ -51,7 +52,8 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
   const eng = await OnnxEngineer.fromPath(join(dir, 'model.onnx'), { eosId: meta.eosId, maxLen: meta.maxLen });
   const temperature = o.temperature ?? meta.config.temperature;
   const budget = { maxLen: meta.maxLen, maxNewTokens: meta.maxNewTokens };
-  const window = (ctx: Pick<DecisionContext, 'messages'>): number[] => buildContext(ctx.messages, tok, budget);
+  const slots = meta.config.slots === true;
+  const window = (ctx: Pick<DecisionContext, 'messages'>): number[] => buildContext(slots ? slotMessages(ctx.messages, slotMap(ctx.messages)) : ctx.messages, tok, budget);
   return {
     name: `lm/${name}`,
     meta,
@@ -61,7 +63,9 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
       const prompt = window(ctx);
       const seed = hashString(`${ctx.seed}:${ctx.step}:${ctx.messages.length}`);
       const out = await eng.sample([prompt], { k: 1, temperature, topP: o.topP ?? 0.95, maxNewTokens: meta.maxNewTokens, seed });
-      return tok.decode((out[0]?.[0]?.ids ?? []).filter((i) => i !== meta.eosId));
+      const text = tok.decode((out[0]?.[0]?.ids ?? []).filter((i) => i !== meta.eosId));
+      // a product slot the model wrote is the id it stands for in this context
+      return slots ? fromSlots(text, slotMap(ctx.messages)) : text;
     },
     release: () => eng.release(),
   };

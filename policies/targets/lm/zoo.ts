@@ -18,6 +18,7 @@ import { LmTargetError } from './errors.ts';
 import type { HintRates } from './hints.ts';
 import { BOS_ID, EOS_ID, LmTokenizer, PAD_ID } from './tokenizer.ts';
 import { harvestWords } from './vocab.ts';
+import { SLOT_WORD } from './slots.ts';
 
 /** bumped when training changes what a config builds (so old caches are not reused) */
 export const LM_TRAIN_VERSION = 4;
@@ -50,6 +51,8 @@ export interface ZooConfig {
   noise?: number;
   /** chance of each hint segment in a training context (skills, hint turn, injected). @default 0.3 */
   hintRate?: number;
+  /** product ids as slots in the context and actions (WebShop; slots.ts). @default false */
+  slots?: boolean;
   /** ALFWorld's teacher: the searching explorer or the all-knowing oracle (see bc.ts). @default 'explorer' */
   teacher?: AlfTeacher;
   seed: number;
@@ -92,15 +95,17 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-m-256-oracle', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1, teacher: 'oracle', note: 'cloned from the all-knowing oracle' },
   { name: 'alf-m-384-a', envs: alf, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1 },
   { name: 'alf-l-256-a', envs: alf, ...size.l, maxLen: 256, episodes: 600, steps: 1500, lr: 2e-3, seed: 1 },
-  { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1 },
-  { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1 },
+  { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, slots: true },
+  { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1, slots: true },
   { name: 'alf-xs-192-a-ft', envs: alf, ...size.xs, maxLen: 192, episodes: 200, steps: 200, seed: 11, base: 'alf-xs-192-a', note: 'alf-xs-192-a trained further' },
   { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 400, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
   { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 500, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
 ] satisfies ZooConfig[]);
 
 /** A config with defaults filled, the tiny budget applied, and its hash. */
-export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note'>> {
+export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots'>> {
+  /** set only when on, so the hashes of configs without slots are what they were */
+  slots?: true;
   /** the name as asked for (with `@tiny` when tiny) */
   id: string;
   tiny: boolean;
@@ -130,6 +135,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = ZOO): Reso
     noise: c.noise ?? 0.15,
     hintRate: c.hintRate ?? 0.3,
     teacher: c.teacher ?? 'explorer',
+    ...(c.slots ? { slots: true as const } : {}),
     seed: c.seed,
     temperature: c.temperature ?? 0.5,
   };
@@ -230,12 +236,12 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const baseMeta = c.base ? readMeta(c.base, o.dir) : null;
   if (c.base && !baseMeta) throw new LmTargetError('LM_NOT_BUILT', `lm/${c.id} trains further from lm/${c.base.id}, which is not built; build it first`, { data: { base: c.base.id } });
   const t0 = performance.now();
-  const words = baseMeta ? baseMeta.words : await harvestWords(c.envs);
+  const words = baseMeta ? baseMeta.words : c.slots ? [...(await harvestWords(c.envs)), SLOT_WORD] : await harvestWords(c.envs);
   const tok = new LmTokenizer(words);
   const decisions: BcDecision[] = [];
   for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher })));
   const rates: HintRates = { skills: c.hintRate, hint: c.hintRate, injected: c.hintRate * 0.5 };
-  const rows = bcRows(decisions, tok, { maxLen: c.maxLen, maxNewTokens: DEFAULT_MAX_NEW_TOKENS }, rates, c.seed);
+  const rows = bcRows(decisions, tok, { maxLen: c.maxLen, maxNewTokens: DEFAULT_MAX_NEW_TOKENS }, rates, c.seed, { slots: c.slots ?? false });
   const t1 = performance.now();
   o.log?.(`lm/${c.id}: ${decisions.length} decisions → ${rows.length} rows, vocab ${tok.size}; training ${c.steps} steps`);
   const tmp = join(root, `${c.hash}.tmp`);
