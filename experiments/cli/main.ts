@@ -427,14 +427,16 @@ zoo
 zoo
   .command('table')
   .description('measure built zoo targets\' vanilla success and print (or write) the markdown table')
-  .option('--tasks <n>', 'ALFWorld tasks', parsePositiveInt('--tasks'), 20)
+  .option('--tasks <n>', 'tasks per env (the first of its evaluation split)', parsePositiveInt('--tasks'), 20)
   .option('--seeds <n>', 'seeds', parsePositiveInt('--seeds'), 1)
   .option('--only <list>', 'names', list)
   .option('--write <file>', 'replace the generated block in this markdown file (docs/LMTARGETS.md)')
+  .option('--jobs <n>', 'models measured at once (default: the CPU count, at most 4)', parsePositiveInt('--jobs'))
   .action(async (o) => {
     const lm = await import('../../policies/targets/lm/index.ts');
     const { readFileSync, writeFileSync } = await import('node:fs');
-    const md = await lm.zooTable({ tasks: o.tasks, seeds: o.seeds, ...(o.only ? { only: o.only } : {}) });
+    const { availableParallelism } = await import('node:os');
+    const md = await lm.zooTable({ tasks: o.tasks, seeds: o.seeds, jobs: o.jobs ?? Math.min(4, availableParallelism()), log: (l: string) => process.stderr.write(`${l}\n`), ...(o.only ? { only: o.only } : {}) });
     console.log(md);
     if (o.write) writeFileSync(o.write, lm.spliceZooTable(readFileSync(o.write, 'utf8'), md));
   });

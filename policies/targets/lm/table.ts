@@ -24,6 +24,8 @@ export interface ZooTableOptions {
   zoo?: readonly ZooConfig[];
   /** one line per measured entry */
   log?: (line: string) => void;
+  /** models measured at once. @default 1 */
+  jobs?: number;
 }
 
 export interface VanillaResult {
@@ -103,17 +105,32 @@ export async function zooTable(o: ZooTableOptions = {}): Promise<string> {
     '| target | env | d_model × layers | ctx | episodes | steps | seed | teacher | params | loss first → last | build s | success | score | noop | mean steps |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
+  // measure up to `jobs` models at once (ONNX Runtime runs off the main thread), then print in order
+  const work = ids.flatMap((id) => {
+    const c = resolveConfig(id, zoo);
+    return readMeta(c, o.dir) ? c.envs.map((env) => ({ id, env })) : [];
+  });
+  const measured = new Map<string, VanillaResult>();
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < work.length) {
+      const { id, env } = work[next++]!;
+      const r = await measureVanilla(id, env, { tasks, seeds, ...(o.dir ? { dir: o.dir } : {}), zoo });
+      o.log?.(`lm/${id} ${env}: success ${pct(r.success)}, noop ${pct(r.noop)}`);
+      measured.set(`${id} ${env}`, r);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(o.jobs ?? 1, work.length)) }, worker));
   for (const id of ids) {
     const c = resolveConfig(id, zoo);
     const meta = readMeta(c, o.dir);
-    const head = `| lm/${id}${c.base ? ` (from ${c.base.id})` : ''} | ${c.envs.join(', ')} | ${c.dModel} × ${c.nLayers} | ${c.maxLen} | ${c.episodes} | ${c.steps} | ${c.seed} | ${c.envs.includes('alfworld') ? c.teacher : 'expert'}${c.hintRate === 0 ? ', no hints' : ''}${c.noise === 0 ? ', no noise' : ''}`;
+    const head = `| lm/${id}${c.base ? ` (from ${c.base.id})` : ''} | ${c.envs.join(', ')} | ${c.dModel} × ${c.nLayers} | ${c.maxLen} | ${c.episodes} | ${c.steps} | ${c.seed} | ${c.envs.includes('alfworld') ? c.teacher : 'expert'}${c.hintRate === 0 ? ', no hints' : ''}${c.noise === 0 ? ', no noise' : ''}${c.slots ? ', slots' : ''}`;
     if (!meta) {
       lines.push(`${head} | – | – | – | not built | – | – | – |`);
       continue;
     }
     for (const env of c.envs) {
-      const r = await measureVanilla(id, env, { tasks, seeds, ...(o.dir ? { dir: o.dir } : {}), zoo });
-      o.log?.(`lm/${id} ${env}: success ${pct(r.success)}, noop ${pct(r.noop)}`);
+      const r = measured.get(`${id} ${env}`)!;
       lines.push(`${head} | ${meta.params.toLocaleString('en-US')} | ${meta.lossFirst.toFixed(2)} → ${meta.lossLast.toFixed(2)} | ${(meta.ms.total / 1000).toFixed(0)} | ${pct(r.success)} | ${r.score.toFixed(2)} | ${pct(r.noop)} | ${r.meanSteps.toFixed(1)} |`);
     }
   }
