@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import * as echarts from 'echarts';
 import { Resvg } from '@resvg/resvg-js';
 import type { Cluster } from '../../cluster/client.ts';
-import { Rng } from '../../cluster/rng.ts';
+import { resampledMeans } from '../../policies/validator/metrics.ts';
 import { EpisodeCache, rollout } from '../../actors/index.ts';
 import { extractPacket, loadBuiltinEngineer, makeBatches, rewardOf, teacherPropose } from '../../policies/engineer/index.ts';
 import { table } from '../cli/stats.ts';
@@ -20,14 +20,7 @@ export const HELDOUT_SPLIT: Record<string, string> = { alfworld: 'valid_seen', d
 export function bootstrapMean(xs: readonly number[], seed = 0, n = 1000): { mean: number; lo: number; hi: number } {
   const m = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   if (xs.length < 2) return { mean: m, lo: m, hi: m };
-  const rng = new Rng(`bootstrap|${seed}`);
-  const ms: number[] = [];
-  for (let i = 0; i < n; i++) {
-    let s = 0;
-    for (let j = 0; j < xs.length; j++) s += xs[rng.int(xs.length)]!;
-    ms.push(s / xs.length);
-  }
-  ms.sort((a, b) => a - b);
+  const ms = resampledMeans(xs, seed, n);
   return { mean: m, lo: ms[Math.floor(0.025 * n)]!, hi: ms[Math.ceil(0.975 * n) - 1]! };
 }
 

@@ -54,17 +54,22 @@ export function spearman(a: readonly number[], b: readonly number[]): number {
   return da && db ? num / Math.sqrt(da * db) : Number.NaN;
 }
 
-/** Seeded percentile bootstrap of the mean over units: [lo, hi] at 95%. */
-export function bootstrapCI(xs: readonly number[], o: { seed: number | string; resamples?: number }): [number, number] {
-  if (xs.length === 0) return [Number.NaN, Number.NaN];
-  const rng = new Rng(`bootstrap|${o.seed}`);
-  const n = o.resamples ?? 1000;
+/** `n` seeded bootstrap resamples of the mean of `xs`, sorted ascending (RNG label `bootstrap|seed`). */
+export function resampledMeans(xs: readonly number[], seed: number | string, n: number): number[] {
+  const rng = new Rng(`bootstrap|${seed}`);
   const means: number[] = [];
   for (let b = 0; b < n; b++) {
     let s = 0;
     for (let i = 0; i < xs.length; i++) s += xs[rng.int(xs.length)]!;
     means.push(s / xs.length);
   }
-  means.sort((a, b) => a - b);
+  return means.sort((a, b) => a - b);
+}
+
+/** Seeded percentile bootstrap of the mean over units: [lo, hi] at 95%. */
+export function bootstrapCI(xs: readonly number[], o: { seed: number | string; resamples?: number }): [number, number] {
+  if (xs.length === 0) return [Number.NaN, Number.NaN];
+  const n = o.resamples ?? 1000;
+  const means = resampledMeans(xs, o.seed, n);
   return [means[Math.floor(0.025 * (n - 1))]!, means[Math.ceil(0.975 * (n - 1))]!];
 }

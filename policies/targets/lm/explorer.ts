@@ -96,7 +96,11 @@ export function explorer(game: Game, prior: SearchPrior = searchPrior()): Explor
   let lastObs = '';
   const inView = (obj: string): boolean => new RegExp(`\\b${obj.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`).test(lastObs);
 
+  /** search order per object kind: a function of the room and the prior only, so computed once */
+  const orders = new Map<string, string[]>();
   const orderFor = (kind: string, s: AlfState): string[] => {
+    const hit = orders.get(kind);
+    if (hit) return hit;
     rooms ??= admissible(game, s)
       .filter((a) => a.startsWith('go to '))
       .map((a) => a.slice(6));
@@ -106,10 +110,12 @@ export function explorer(game: Game, prior: SearchPrior = searchPrior()): Explor
     const np = sum(p);
     const na = sum(all);
     const score = (r: string): number => (p.get(kindOf(r)) ?? 0) / np + 0.05 * ((all.get(kindOf(r)) ?? 0) / na);
-    return rooms
+    const order = rooms
       .map((r) => ({ r, s: score(r), n: numOf(r) }))
       .sort((a, b) => b.s - a.s || kindOf(a.r).localeCompare(kindOf(b.r)) || a.n - b.n)
       .map((x) => x.r);
+    orders.set(kind, order);
+    return order;
   };
 
   const search = (s: AlfState, kind: string, adm: string[]): string | null => {

@@ -9,7 +9,7 @@ import { hashString } from '../../../cluster/rng.ts';
 import type { DecisionContext, Model } from '../../harness/index.ts';
 import { OnnxEngineer } from '../../learner/onnx.ts';
 import { buildContext } from './context.ts';
-import { fromSlots, slotMap, slotMessages } from './slots.ts';
+import { fromSlots, slotMap, slotMessages, type SlotMap } from './slots.ts';
 import { LmNotBuiltError } from './errors.ts';
 import { LmTokenizer } from './tokenizer.ts';
 import { modelDir, readMeta, resolveConfig, type LmMeta, type ResolvedConfig, type ZooConfig } from './zoo.ts';
@@ -53,19 +53,21 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
   const temperature = o.temperature ?? meta.config.temperature;
   const budget = { maxLen: meta.maxLen, maxNewTokens: meta.maxNewTokens };
   const slots = meta.config.slots === true;
-  const window = (ctx: Pick<DecisionContext, 'messages'>): number[] => buildContext(slots ? slotMessages(ctx.messages, slotMap(ctx.messages)) : ctx.messages, tok, budget);
+  const windowWith = (ctx: Pick<DecisionContext, 'messages'>, map: SlotMap | null): number[] => buildContext(map ? slotMessages(ctx.messages, map) : ctx.messages, tok, budget);
+  const window = (ctx: Pick<DecisionContext, 'messages'>): number[] => windowWith(ctx, slots ? slotMap(ctx.messages) : null);
   return {
     name: `lm/${name}`,
     meta,
     tokenizer: tok,
     window,
     async decide(ctx) {
-      const prompt = window(ctx);
+      const map = slots ? slotMap(ctx.messages) : null;
+      const prompt = windowWith(ctx, map);
       const seed = hashString(`${ctx.seed}:${ctx.step}:${ctx.messages.length}`);
       const out = await eng.sample([prompt], { k: 1, temperature, topP: o.topP ?? 0.95, maxNewTokens: meta.maxNewTokens, seed });
       const text = tok.decode((out[0]?.[0]?.ids ?? []).filter((i) => i !== meta.eosId));
       // a product slot the model wrote is the id it stands for in this context
-      return slots ? fromSlots(text, slotMap(ctx.messages)) : text;
+      return map ? fromSlots(text, map) : text;
     },
     release: () => eng.release(),
   };
