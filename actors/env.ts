@@ -8,10 +8,7 @@ import { z } from 'zod';
 import { defineActor } from '../cluster/actor.ts';
 import { WorkerPool } from '../cluster/pool.ts';
 
-/** What env sessions need to step through a pool: the WorkerPool itself, or an EnvActor handle. */
-export interface Stepper {
-  run<O = unknown>(task: string, input: unknown): Promise<O>;
-}
+export type { Stepper } from '../envs/contract.ts';
 
 const WORKERS: Record<string, string> = {
   alfworld: fileURLToPath(new URL('../envs/alfworld/worker.ts', import.meta.url)),

@@ -1,5 +1,5 @@
 /**
- * Learner actor: owns the torch process (policies/learner/server.py under /usr/bin/python3),
+ * Learner actor: owns the torch process (learner/server.py under /usr/bin/python3),
  * runs SFT and GRPO steps, checkpoints after each update, and exports the engineer to ONNX into
  * the object store so samplers can load it by name. If the process dies, the op in flight fails
  * with LEARNER_DIED naming it, and the process restarts from the last checkpoint.
@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { defineActor, type ActorContext } from '../cluster/actor.ts';
 import type { Cluster } from '../cluster/client.ts';
 import { Hr1Error } from '../cluster/errors.ts';
-import { LearnerDiedError, LearnerProcess, type LearnerInfo, type LearnerProcessOptions } from '../policies/learner/index.ts';
+import { LearnerDiedError, LearnerProcess, type LearnerInfo, type LearnerProcessOptions } from '../learner/index.ts';
 
 /** Process restarts the actor tries before it gives up. @default 5 */
 export const DEFAULT_MAX_CHILD_RESTARTS = 5;

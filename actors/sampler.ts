@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { defineActor } from '../cluster/actor.ts';
 import type { Cluster } from '../cluster/client.ts';
-import { OnnxEngineer, SamplerError, unconstrained, type GrammarConstraint } from '../policies/learner/index.ts';
+import { OnnxEngineer, SamplerError, unconstrained, type GrammarConstraint } from '../learner/index.ts';
 
 const grammars = new Map<string, GrammarConstraint>([['none', unconstrained]]);
 

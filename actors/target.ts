@@ -8,11 +8,11 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineActor } from '../cluster/actor.ts';
 import { WorkerPool } from '../cluster/pool.ts';
-import { baseHarness, composeHarness, runEpisode, type EpisodeRecord, type Harness, type Model } from '../policies/harness/index.ts';
-import { envFactory, type EnvOptions } from './envs.ts';
+import { baseHarness, composeHarness, runEpisode, type EpisodeRecord, type Harness, type Model } from '../harness/index.ts';
+import { envFactory, type EnvOptions } from '../envs/registry.ts';
 import { EnvActor, type Stepper } from './env.ts';
 import { ActorRefSchema, type Cluster } from '../cluster/client.ts';
-import { makeModel } from './models.ts';
+import { makeModel } from '../policies/targets/make.ts';
 
 export const EpisodeRefSchema = z.object({ taskId: z.string(), seed: z.number().int() });
 export type EpisodeRef = z.infer<typeof EpisodeRefSchema>;

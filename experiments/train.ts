@@ -14,9 +14,11 @@ import { Rng } from '../cluster/rng.ts';
 import { describeIssues } from '../cluster/codec.ts';
 import { EngineerSampler } from '../actors/sampler.ts';
 import { Learner } from '../actors/learner.ts';
-import { EpisodeCache, rollout } from '../actors/index.ts';
-import { buildSftDataset, extractPacket, makeBatches, rewardGroup, canonicalJson } from '../policies/engineer/train-deps.ts';
-import { ValueModel, rankCandidates } from '../policies/validator/index.ts';
+import { EpisodeCache, rollout } from '../drivers/index.ts';
+import { buildSftDataset, makeBatches, rewardGroup } from '../drivers/index.ts';
+import { extractPacket } from '../policies/engineer/index.ts';
+import { canonicalJson } from '../harness/index.ts';
+import { ValueModel, rankCandidates } from '../policies/scorer/index.ts';
 import { BOS_ID, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PAD_ID, engineerPromptTokens, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 
 export const TRAIN_SPLIT: Record<string, string> = { alfworld: 'valid_train', dbbench: 'v0.2/standard', webshop: 'train' };

@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import * as echarts from 'echarts';
 import { Resvg } from '@resvg/resvg-js';
 import type { Cluster } from '../../cluster/client.ts';
-import { resampledMeans } from '../../policies/validator/metrics.ts';
-import { EpisodeCache, rollout } from '../../actors/index.ts';
-import { extractPacket, loadBuiltinEngineer, makeBatches, rewardOf, teacherPropose } from '../../policies/engineer/index.ts';
-import { table } from '../cli/stats.ts';
+import { resampledMeans } from '../../policies/scorer/metrics.ts';
+import { EpisodeCache, rollout } from '../../drivers/index.ts';
+import { extractPacket, loadBuiltinEngineer, teacherPropose } from '../../policies/engineer/index.ts';
+import { makeBatches, rewardOf } from '../../drivers/index.ts';
+import { table } from '../cli/table.ts';
 import { trainEngineer, type IterationLog, type TrainConfig } from '../train.ts';
 
 export const HELDOUT_SPLIT: Record<string, string> = { alfworld: 'valid_seen', dbbench: 'v0.2/dev', webshop: 'dev' };

@@ -1,8 +1,9 @@
-import { listTasks, rollout, summarizeRecords } from '../../actors/index.ts';
+import { listTasks } from '../../envs/registry.ts';
+import { rollout, summarizeRecords } from '../../drivers/index.ts';
 import { init } from '../../cluster/init.ts';
 import { admissible, expert, loadGames, reset, step } from '../../envs/alfworld/index.ts';
-import type { EpisodeRecord } from '../../policies/harness/index.ts';
-import { table } from '../cli/stats.ts';
+import type { EpisodeRecord } from '../../harness/index.ts';
+import { table } from '../cli/table.ts';
 
 export interface BenchRolloutOptions {
   target: string;

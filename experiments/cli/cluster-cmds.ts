@@ -7,7 +7,7 @@ import { Hr1Error } from '../../cluster/errors.ts';
 import { ClusterNode } from '../../cluster/node.ts';
 import { cpus } from 'node:os';
 import { authOf, type ClusterCliOptions } from './options.ts';
-import { table } from './stats.ts';
+import { table } from './table.ts';
 
 export interface NodeCliOptions extends ClusterCliOptions {
   address: string;

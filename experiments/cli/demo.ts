@@ -1,6 +1,6 @@
 import { init } from '../../cluster/init.ts';
 import { Ledger, Shard } from '../demo/actors.ts';
-import { summarize, table } from './stats.ts';
+import { summarize, table } from './table.ts';
 import type { ClusterCliOptions } from './options.ts';
 import { authOf } from './options.ts';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { WorkerPool } from '../../cluster/pool.ts';
-import { table } from './stats.ts';
+import { table } from './table.ts';
 
 export interface VerifyEnvOptions {
   data?: string;

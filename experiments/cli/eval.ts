@@ -2,12 +2,13 @@ import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { init } from '../../cluster/init.ts';
 import { Hr1Error } from '../../cluster/errors.ts';
-import { EpisodeCache, DEFAULT_CACHE_PATH, listTasks, rollout, summarizeRecords, type EnvOptions } from '../../actors/index.ts';
+import { EpisodeCache, DEFAULT_CACHE_PATH, rollout, summarizeRecords } from '../../drivers/index.ts';
+import { listTasks, type EnvOptions } from '../../envs/registry.ts';
 import { BASELINES, BASELINE_NAMES, type BaselineName } from '../../policies/targets/baselines.ts';
 import { parseTargetSpec } from '../../policies/targets/spec.ts';
 import { authOf, type ClusterCliOptions } from './options.ts';
-import { table } from './stats.ts';
-import type { EpisodeRecord } from '../../policies/harness/index.ts';
+import { table } from './table.ts';
+import type { EpisodeRecord } from '../../harness/index.ts';
 
 export interface EvalOptions extends ClusterCliOptions {
   env: string;

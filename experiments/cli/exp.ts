@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { init } from '../../cluster/init.ts';
-import { registerEngineerMethods } from '../engineer-methods.ts';
+import { registerEngineerMethods } from '../runner/engineer-methods.ts';
 import { resolveTrainConfig, trainEngineer } from '../train.ts';
 import type { Cluster } from '../../cluster/client.ts';
 import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';

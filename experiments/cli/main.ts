@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { Hr1Error } from '../../cluster/errors.ts';
-import { table } from './stats.ts';
+import { table } from './table.ts';
 import { addClusterOptions, parseAddress, parseDurationOpt, parseLabels, parsePositiveInt, parseResources } from './options.ts';
 
 const program = new Command();
@@ -144,7 +144,7 @@ program
   .addOption(new Option('--env <env>', 'the env a sim target plays').choices(['alfworld', 'dbbench']))
   .option('--api-key <key>', 'require this Bearer token (or HR1_SERVE_API_KEY)')
   .action(async (target: string, o) => {
-    const { serveLocal } = await import('../../actors/serve-local.ts');
+    const { serveLocal } = await import('../../policies/targets/serve-local.ts');
     const apiKey = o.apiKey ?? process.env.HR1_SERVE_API_KEY;
     const s = await serveLocal(target, { port: o.port, host: o.host, ...(o.env ? { env: o.env } : {}), ...(apiKey ? { apiKey } : {}) });
     console.log(`hr1 serve: ${target}${target.startsWith('sim/') ? ' (SIMULATED target)' : ''} at ${s.url} (OpenAI-compatible: POST ${s.url}/chat/completions); Ctrl-C stops`);
@@ -192,8 +192,7 @@ bench
   .option('--out <dir>', 'models and dataset', '.hr1/validator')
   .action(async (o) => {
     const { init } = await import('../../cluster/init.ts');
-    const { EpisodeCache } = await import('../../actors/index.ts');
-    const { validatorReport } = await import('../../policies/validator/index.ts');
+    const { EpisodeCache, validatorReport } = await import('../../drivers/index.ts');
     const { join } = await import('node:path');
     const { mkdirSync } = await import('node:fs');
     mkdirSync(o.out, { recursive: true });
@@ -213,7 +212,7 @@ bench
   .description('the cost of a sandboxed hook call (p50/p99) and the harness overhead on an episode vs the bare env loop')
   .option('--seconds <s>', 'seconds', (v) => Number(v), 4)
   .action(async (o) => {
-    const { benchHarness } = await import('../../policies/harness/index.ts');
+    const { benchHarness } = await import('../../harness/index.ts');
     const r = await benchHarness({ seconds: o.seconds });
     console.log(table(['harness', 'figure'], [
       ['sandboxed hook call p50', `${r.hookP50Us.toFixed(0)} µs`],
@@ -231,7 +230,7 @@ patch
   .description('validate a patch (schema, sandbox compile, a smoke episode) and print the report; non-zero exit when invalid')
   .argument('<file>', 'patch JSON file')
   .action(async (file: string) => {
-    const { checkPatchFile } = await import('../../policies/harness/index.ts');
+    const { checkPatchFile } = await import('../../harness/index.ts');
     const r = await checkPatchFile(file);
     console.log(r.report);
     if (!r.ok) process.exitCode = 1;
@@ -241,7 +240,7 @@ patch
   .description('print a patch\'s canonical form and its content hash')
   .argument('<file>', 'patch JSON file')
   .action(async (file: string) => {
-    const { showPatchFile } = await import('../../policies/harness/index.ts');
+    const { showPatchFile } = await import('../../harness/index.ts');
     const r = showPatchFile(file);
     console.log(r.canonical);
     console.log(`hash ${r.hash}`);
@@ -307,11 +306,11 @@ packetCmd
   .option('--tokens', 'print the built-in engineer\'s prompt tokens instead of the text')
   .action(async (o) => {
     const { init } = await import('../../cluster/init.ts');
-    const { rollout } = await import('../../actors/index.ts');
+    const { rollout, makeBatches } = await import('../../drivers/index.ts');
     const eng = await import('../../policies/engineer/index.ts');
     const rt = await init({ inProcess: true });
     try {
-      const [batch] = eng.makeBatches(o.env, { count: 1, size: o.tasks, split: o.split, seed: o.seed });
+      const [batch] = makeBatches(o.env, { count: 1, size: o.tasks, split: o.split, seed: o.seed });
       const r = await rollout(rt.cluster, { env: o.env, target: o.target, episodes: batch! }, { cache: null });
       const p = eng.extractPacket(r.records);
       if (o.tokens) console.log(JSON.stringify(eng.engineerPromptTokens(p)));
@@ -336,13 +335,13 @@ sftCmd
   .requiredOption('--out <file>', 'JSONL file to write')
   .action(async (o) => {
     const { init } = await import('../../cluster/init.ts');
-    const eng = await import('../../policies/engineer/index.ts');
+    const { makeBatches, buildSftDataset, formatSftSummary } = await import('../../drivers/index.ts');
     const { TRAIN_SPLIT } = await import('../train.ts');
     const rt = await init({ inProcess: true });
     try {
-      const batches = eng.makeBatches(o.env, { count: o.batches, size: o.size, split: o.split ?? TRAIN_SPLIT[o.env], seed: o.seed });
-      const r = await eng.buildSftDataset({ cluster: rt.cluster, env: o.env, target: o.target, batches, k: o.k, minDelta: o.minDelta, teacherSeed: o.seed, out: o.out });
-      console.log(eng.formatSftSummary(r.summary));
+      const batches = makeBatches(o.env, { count: o.batches, size: o.size, split: o.split ?? TRAIN_SPLIT[o.env], seed: o.seed });
+      const r = await buildSftDataset({ cluster: rt.cluster, env: o.env, target: o.target, batches, k: o.k, minDelta: o.minDelta, teacherSeed: o.seed, out: o.out });
+      console.log(formatSftSummary(r.summary));
     } finally {
       await rt.shutdown();
     }

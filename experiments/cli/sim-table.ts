@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { listTasks, rollout, summarizeRecords } from '../../actors/index.ts';
+import { listTasks } from '../../envs/registry.ts';
+import { rollout, summarizeRecords } from '../../drivers/index.ts';
 import { init } from '../../cluster/init.ts';
 import { closeAll } from '../../envs/dbbench/index.ts';
 import { MODES, MODE_DOC } from '../../policies/targets/sim/modes.ts';

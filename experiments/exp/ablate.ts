@@ -4,7 +4,7 @@
  * Drop = Δ(full patch) − Δ(patch without the hook), paired per episode.
  */
 import { z } from 'zod';
-import { HOOKS, toPatch } from '../../policies/harness/index.ts';
+import { HOOKS, toPatch } from '../../harness/index.ts';
 import { pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';

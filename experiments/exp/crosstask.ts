@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { Rng } from '../../cluster/rng.ts';
 import { extractPacket } from '../../policies/engineer/index.ts';
-import { listTasks } from '../../actors/index.ts';
+import { listTasks } from '../../envs/registry.ts';
 import { meanStd, type Interval } from '../report/bootstrap.ts';
 import { fmtDelta, fmtMeanStd, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';

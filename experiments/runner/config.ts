@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
-import { canonicalJson } from '../../policies/harness/index.ts';
+import { canonicalJson } from '../../harness/index.ts';
 import { ExpError } from './errors.ts';
 
 function issuePath(path: readonly PropertyKey[]): string {

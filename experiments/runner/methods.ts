@@ -4,10 +4,13 @@
  * side with {@link registerMethod}. Until then the engineer rows say why they are missing.
  */
 import type { Cluster } from '../../cluster/client.ts';
-import type { EpisodeCache, EnvOptions, EpisodeRef } from '../../actors/index.ts';
-import type { EpisodeRecord } from '../../policies/harness/index.ts';
+import type { EpisodeCache } from '../../drivers/index.ts';
+import type { EnvOptions } from '../../envs/registry.ts';
+import type { EpisodeRef } from '../../actors/index.ts';
+import type { EpisodeRecord } from '../../harness/index.ts';
 import { BASELINES } from '../../policies/targets/baselines.ts';
-import { rewardOf, teacherPropose, type Packet } from '../../policies/engineer/index.ts';
+import { rewardOf } from '../../drivers/index.ts';
+import { teacherPropose, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
 
 export type MethodKind = 'baseline' | 'editor' | 'engineer';

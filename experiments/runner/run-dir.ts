@@ -6,7 +6,7 @@
  */
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EpisodeCache } from '../../actors/index.ts';
+import { EpisodeCache } from '../../drivers/index.ts';
 import { ExpError } from './errors.ts';
 
 /** Files of a run folder. */

@@ -3,8 +3,8 @@
  * patch tokens under the patch grammar from a packet's prompt tokens.
  */
 import { readFileSync } from 'node:fs';
-import { OnnxEngineer } from '../learner/onnx.ts';
-import type { Patch } from '../harness/index.ts';
+import { OnnxEngineer } from '../../learner/onnx.ts';
+import type { Patch } from '../../harness/index.ts';
 import { EngineerError } from './errors.ts';
 import type { Packet } from './packet.ts';
 import { EOS_ID, MAX_COMPLETION_TOKENS, allowedNext, engineerPromptTokens, tokensToPatch } from './patch-lang.ts';

@@ -55,7 +55,5 @@ export {
 } from './tokens.ts';
 export { teacherPropose, diagnose, DEFAULT_K, type Finding, type Proposal } from './teacher.ts';
 export { OpenAIEngineer, openAIEngineerFromSpec, parseEngineerReply, engineerPrompt, PATCH_CONTRACT, type LlmCandidate, type OpenAIEngineerOptions } from './openai.ts';
-export { rewardOf, rewardGroup, baseRecords, checkCandidate, type RewardSpec, type RewardOptions, type RewardResult } from './reward.ts';
-export { buildSftDataset, makeBatches, formatSftSummary, DEFAULT_BATCH_SIZE, DEFAULT_MIN_DELTA, SFT_ROW_KIND, type SftRow, type SftOptions, type SftSummary, type SftProgress } from './sft.ts';
 export { LIBRARY, ENGINEER_VOCAB_SIZE, PATCH_OPEN_ID, COMPONENT_BASE_ID, MAX_COMPONENTS, MAX_COMPLETION_TOKENS, allowedNext, patchToTokens, tokensToPatch, engineerPromptTokens, type LibraryItem } from './patch-lang.ts';
 export { loadBuiltinEngineer, type BuiltinEngineer } from './builtin.ts';

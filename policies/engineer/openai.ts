@@ -6,7 +6,7 @@
  */
 import { OpenAIClient, type OpenAIClientOptions } from '../targets/openai.ts';
 import { parseTargetSpec } from '../targets/spec.ts';
-import { parsePatch, patchHash, toPatch, HOOKS, PREDICATES, EFFECTS_BY_HOOK, MAX_ENTRIES, MAX_SKILLS, type Patch, type PatchIssue } from '../harness/index.ts';
+import { parsePatch, patchHash, toPatch, HOOKS, PREDICATES, EFFECTS_BY_HOOK, MAX_ENTRIES, MAX_SKILLS, type Patch, type PatchIssue } from '../../harness/index.ts';
 import { EngineerError } from './errors.ts';
 import { formatPacket, type Packet } from './packet.ts';
 

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { EpisodeRecord, StepRecord } from '../harness/types.ts';
+import type { EpisodeRecord, StepRecord } from '../../harness/types.ts';
 import { EngineerError } from './errors.ts';
 
 /** Failed episodes shown at most. @default 20 */

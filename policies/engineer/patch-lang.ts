@@ -7,7 +7,7 @@
  * The engineer learns which components to compose for which packet; it does not write free text.
  */
 import { Rng } from '../../cluster/rng.ts';
-import { canonicalJson, toPatch, type CodeHook, type Patch, type Rule } from '../harness/index.ts';
+import { canonicalJson, toPatch, type CodeHook, type Patch, type Rule } from '../../harness/index.ts';
 import { EngineerError } from './errors.ts';
 import type { Packet } from './packet.ts';
 import { componentsFor, type Env, type Finding } from './teacher.ts';

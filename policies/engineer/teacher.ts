@@ -5,7 +5,7 @@
  * phrasing. Deterministic given (packet, seed); different seeds give different proposals.
  */
 import { Rng, hashString } from '../../cluster/rng.ts';
-import { patchHash, toPatch, type CodeHook, type Patch, type Rule } from '../harness/index.ts';
+import { patchHash, toPatch, type CodeHook, type Patch, type Rule } from '../../harness/index.ts';
 import { packetHash, type Packet } from './packet.ts';
 
 /** Proposals per packet. @default 4 */

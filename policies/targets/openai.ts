@@ -15,7 +15,7 @@ import { systemClock, type Clock } from '../../cluster/clock.ts';
 import { ConfigError, Hr1Error, type Hr1ErrorFields } from '../../cluster/errors.ts';
 import { parseDuration } from '../../cluster/duration.ts';
 import { Rng } from '../../cluster/rng.ts';
-import type { DecisionContext, Model } from '../harness/types.ts';
+import type { DecisionContext, Model } from '../../harness/types.ts';
 import { parseTargetSpec, TargetSpecError } from './spec.ts';
 
 // ---------------------------------------------------------------- defaults

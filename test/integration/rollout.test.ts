@@ -1,10 +1,11 @@
 import test from 'ava';
-import { listTasks, rollout } from '../../actors/index.ts';
+import { listTasks } from '../../envs/registry.ts';
+import { rollout } from '../../drivers/index.ts';
 import { NatsBus } from '../../cluster/bus-nats.ts';
 import { Cluster } from '../../cluster/client.ts';
 import { init } from '../../cluster/init.ts';
 import { NatsServer } from '../../cluster/nats-server.ts';
-import { canonicalJson, type EpisodeRecord } from '../../policies/harness/index.ts';
+import { canonicalJson, type EpisodeRecord } from '../../harness/index.ts';
 import { sleep } from '../behaviour/harness.ts';
 import { hr1, startNode, stopAll, waitFor, type Proc } from './processes.ts';
 

@@ -69,8 +69,8 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
 });
 
 test('train - with a validator, 2K patches are sampled and only the K ranked best are rerun', async (t) => {
-  const { generateOutcomes, trainValueModels } = await import('../../policies/validator/index.ts');
-  const { EpisodeCache } = await import('../../actors/index.ts');
+  const { trainValueModels } = await import('../../policies/scorer/index.ts');
+  const { EpisodeCache, generateOutcomes } = await import('../../drivers/index.ts');
   const dir = join(tmpdir(), `hr1-train-val-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   const rt = await init({ inProcess: true });

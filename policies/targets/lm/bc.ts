@@ -11,7 +11,7 @@
 import { Rng } from '../../../cluster/rng.ts';
 import { admissible as alfAdmissible, expert as alfExpert, loadGames, reset as alfReset, step as alfStep, type AlfState, type Game } from '../../../envs/alfworld/index.ts';
 import { expert as wsExpert, loadWebshop, reset as wsReset, step as wsStep, type WebshopState } from '../../../envs/webshop/index.ts';
-import { alfworldEnv, runEpisode, webshopEnv, type ChatMessage, type EnvFactory, type Model } from '../../harness/index.ts';
+import { alfworldEnv, runEpisode, webshopEnv, type ChatMessage, type EnvFactory, type Model } from '../../../harness/index.ts';
 import { explorer } from './explorer.ts';
 import { slotMap, slotMessages, toSlots } from './slots.ts';
 import { buildContext, type ContextBudget } from './context.ts';

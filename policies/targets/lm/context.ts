@@ -8,7 +8,7 @@
  * message). The instruction head, the goal, the skills, the first observation (the room) and the
  * newest turns are kept; older turns are dropped whole, newest first, and `<cut>` marks the gap.
  */
-import type { ChatMessage } from '../../harness/index.ts';
+import type { ChatMessage } from '../../../harness/index.ts';
 import { BOS_ID, type LmTokenizer } from './tokenizer.ts';
 
 export interface ContextBudget {

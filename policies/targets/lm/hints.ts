@@ -5,7 +5,7 @@
  * teacher's patches and the sim targets' hint patterns (admissible lists, notebook notes, warnings).
  */
 import type { Rng } from '../../../cluster/rng.ts';
-import type { ChatMessage } from '../../harness/index.ts';
+import type { ChatMessage } from '../../../harness/index.ts';
 
 /** skill texts (appended to the system message after "Skills:") */
 export const SKILL_BANK: readonly string[] = [

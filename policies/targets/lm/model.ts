@@ -6,8 +6,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashString } from '../../../cluster/rng.ts';
-import type { DecisionContext, Model } from '../../harness/index.ts';
-import { OnnxEngineer } from '../../learner/onnx.ts';
+import type { DecisionContext, Model } from '../../../harness/index.ts';
+import { OnnxEngineer } from '../../../learner/onnx.ts';
 import { buildContext } from './context.ts';
 import { fromSlots, slotMap, slotMessages, type SlotMap } from './slots.ts';
 import { LmNotBuiltError } from './errors.ts';

@@ -5,7 +5,7 @@
  * ones, newest first) — and a `pslot K` the model writes is mapped back to that id. The model
  * still writes text (`click[pslot 1]`); only the ids are renamed, per decision.
  */
-import type { ChatMessage } from '../../harness/index.ts';
+import type { ChatMessage } from '../../../harness/index.ts';
 
 /** the word a slot is written with (followed by its number) */
 export const SLOT_WORD = 'pslot';

@@ -3,7 +3,7 @@
  * per env, over the first `tasks` tasks of the evaluation split × `seeds` seeds, through
  * `runEpisode`. Entries that are not built are listed as such.
  */
-import { runEpisode } from '../../harness/index.ts';
+import { runEpisode } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds, type LmEnv } from './bc.ts';
 import { lmModel } from './model.ts';
 import { modelDir, readMeta, resolveConfig, ZOO, type ZooConfig } from './zoo.ts';

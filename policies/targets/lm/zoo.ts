@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { Rng } from '../../../cluster/rng.ts';
-import { LearnerProcess } from '../../learner/process.ts';
+import { LearnerProcess } from '../../../learner/process.ts';
 import { bcRows, collectDecisions, type AlfTeacher, type BcDecision, type LmEnv } from './bc.ts';
 import { DEFAULT_MAX_NEW_TOKENS } from './context.ts';
 import { LmTargetError } from './errors.ts';

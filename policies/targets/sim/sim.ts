@@ -1,6 +1,6 @@
 import { Hr1Error } from '../../../cluster/errors.ts';
 import { Rng, hashString } from '../../../cluster/rng.ts';
-import type { ChatMessage, DecisionContext, Model } from '../../harness/types.ts';
+import type { ChatMessage, DecisionContext, Model } from '../../../harness/types.ts';
 import { MODES, modesAddressed, type Mode } from './modes.ts';
 import { ENV_SCALE, SIM_PROFILES, simProfile, type SimProfile } from './profiles.ts';
 import { alfworldCorruptor } from './alfworld.ts';

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { Rng } from '../../../cluster/rng.ts';
-import { LearnerProcess, grpoLoss, type GrpoInput } from '../../../policies/learner/index.ts';
+import { LearnerProcess, grpoLoss, type GrpoInput } from '../../../learner/index.ts';
 
 let lp: LearnerProcess;
 test.before(async () => {

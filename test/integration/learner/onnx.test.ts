@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LearnerProcess, OnnxEngineer, SamplerError } from '../../../policies/learner/index.ts';
+import { LearnerProcess, OnnxEngineer, SamplerError } from '../../../learner/index.ts';
 import { BOS, CONFIG, EOS, copyBatch } from './toy.ts';
 
 /** ORT (float32 logits, float64 log-softmax) against torch (float32): stated tolerance. */

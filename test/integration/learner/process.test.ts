@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LearnerDependencyError, LearnerOpError, LearnerProcess } from '../../../policies/learner/index.ts';
+import { LearnerDependencyError, LearnerOpError, LearnerProcess } from '../../../learner/index.ts';
 import { BOS, CONFIG, EOS, copyBatch, sum } from './toy.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hr1-learner-test-'));

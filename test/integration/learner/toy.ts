@@ -1,6 +1,6 @@
 /** A toy copy task for the learner tests: prompt BOS x1..xn, completion x1..xn EOS. */
 import { Rng } from '../../../cluster/rng.ts';
-import type { EngineerModelConfig } from '../../../policies/learner/index.ts';
+import type { EngineerModelConfig } from '../../../learner/index.ts';
 
 export const BOS = 1;
 export const EOS = 2;

@@ -6,7 +6,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runEpisode, type EpisodeRecord } from '../../../policies/harness/index.ts';
+import { runEpisode, type EpisodeRecord } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds } from '../../../policies/targets/lm/bc.ts';
 import { lmModel } from '../../../policies/targets/lm/model.ts';
 import { buildZoo, readMeta, resolveConfig, ZOO, type ZooConfig } from '../../../policies/targets/lm/zoo.ts';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { ConfigError } from '../../../cluster/errors.ts';
 import { FC_TOOLS } from '../../../envs/dbbench/protocol.ts';
-import type { DecisionContext, EnvSession } from '../../../policies/harness/types.ts';
+import type { DecisionContext, EnvSession } from '../../../harness/types.ts';
 import {
   OpenAIBadResponseError,
   OpenAIClient,

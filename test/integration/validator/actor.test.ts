@@ -2,12 +2,14 @@ import test from 'ava';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EpisodeCache } from '../../../actors/index.ts';
-import { Validator } from '../../../actors/validator.ts';
+import { EpisodeCache } from '../../../drivers/index.ts';
+import { Validator } from '../../../actors/scorer.ts';
 import { init } from '../../../cluster/init.ts';
 import { Hr1Error } from '../../../cluster/errors.ts';
-import { baseRecords, extractPacket, makeBatches } from '../../../policies/engineer/index.ts';
-import { candidatePool, candidateFeatures, generateOutcomes, rankOrder, trainValueModels, ValueModel, ValidatorModelMissingError } from '../../../policies/validator/index.ts';
+import { baseRecords, makeBatches } from '../../../drivers/index.ts';
+import { extractPacket } from '../../../policies/engineer/index.ts';
+import { candidatePool, generateOutcomes } from '../../../drivers/index.ts';
+import { candidateFeatures, rankOrder, trainValueModels, ValueModel, ValidatorModelMissingError } from '../../../policies/scorer/index.ts';
 
 test('Validator actor - loads models from the object store and ranks candidates as the models do', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'hr1-validator-actor-'));

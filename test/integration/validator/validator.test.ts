@@ -2,9 +2,10 @@ import test from 'ava';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EpisodeCache } from '../../../actors/index.ts';
+import { EpisodeCache } from '../../../drivers/index.ts';
 import { init, type Runtime } from '../../../cluster/init.ts';
-import { auc, spearman, generateOutcomes, trainValueModels, ValueModel, type OutcomeRow } from '../../../policies/validator/index.ts';
+import { auc, spearman, trainValueModels, ValueModel } from '../../../policies/scorer/index.ts';
+import { generateOutcomes, type OutcomeRow } from '../../../drivers/index.ts';
 
 // one tiny dataset for the file: 1 target, 2 envs, 4 train + 2 held-out batches of 8 episodes
 const OPTS = { targets: ['sim/llama-3b'], envs: ['alfworld', 'dbbench'], trainBatches: 4, heldoutBatches: 3, size: 8, teacherK: 4, walks: 8, seed: 0 };

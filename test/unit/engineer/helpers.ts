@@ -1,4 +1,4 @@
-import type { EpisodeRecord, Predicates, StepRecord } from '../../../policies/harness/index.ts';
+import type { EpisodeRecord, Predicates, StepRecord } from '../../../harness/index.ts';
 
 const NO_PRED: Predicates = { repeatedAction: false, repeatedObservation: false, nothingHappens: false, invalidFormat: false, sqlError: false, stepLimitNear: false, proposedRepeatsLast: false, proposedInadmissible: false };
 

@@ -1,19 +1,6 @@
 import test from 'ava';
 import { Rng } from '../../../cluster/rng.ts';
-import {
-  EngineerError,
-  VOCAB,
-  VOCAB_SIZE,
-  decodeTokens,
-  encodeText,
-  excerptLineText,
-  extractPacket,
-  formatPacket,
-  packetHash,
-  packetTokens,
-  parsePacket,
-  selectFailed,
-} from '../../../policies/engineer/index.ts';
+import { EngineerError, VOCAB, VOCAB_SIZE, decodeTokens, encodeText, excerptLineText, extractPacket, formatPacket, packetHash, packetTokens, parsePacket, selectFailed } from '../../../policies/engineer/index.ts';
 import { record, steps } from './helpers.ts';
 
 function batch() {

@@ -2,10 +2,12 @@ import test from 'ava';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EpisodeCache, listTasks } from '../../../actors/index.ts';
+import { EpisodeCache } from '../../../drivers/index.ts';
+import { listTasks } from '../../../envs/registry.ts';
 import { init } from '../../../cluster/init.ts';
-import { patchHash, toPatch } from '../../../policies/harness/index.ts';
-import { MissingEvaluationError, buildSftDataset, extractPacket, formatPacket, makeBatches, packetHash, rewardGroup, rewardOf, type SftRow } from '../../../policies/engineer/index.ts';
+import { patchHash, toPatch } from '../../../harness/index.ts';
+import { MissingEvaluationError, extractPacket, formatPacket, packetHash } from '../../../policies/engineer/index.ts';
+import { buildSftDataset, makeBatches, rewardGroup, rewardOf, type SftRow } from '../../../drivers/index.ts';
 
 const target = 'sim/llama-3b';
 const episodes = listTasks('alfworld').slice(0, 20).flatMap((taskId) => [1, 2].map((seed) => ({ taskId, seed })));

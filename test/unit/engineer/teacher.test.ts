@@ -1,5 +1,5 @@
 import test from 'ava';
-import { canonicalJson, toPatch, parsePatch } from '../../../policies/harness/index.ts';
+import { canonicalJson, toPatch, parsePatch } from '../../../harness/index.ts';
 import { diagnose, engineerPrompt, extractPacket, formatPacket, openAIEngineerFromSpec, parseEngineerReply, teacherPropose, EngineerError } from '../../../policies/engineer/index.ts';
 import { scriptedBackend, startServer } from '../../../policies/targets/serve.ts';
 import { record, steps } from './helpers.ts';

@@ -10,7 +10,7 @@ import {
   parsePatch,
   runEpisode,
   validatePatch,
-} from '../../../policies/harness/index.ts';
+} from '../../../harness/index.ts';
 
 const game = loadGames().get(DEFAULT_SMOKE_GAME);
 

@@ -13,7 +13,7 @@ import {
   type DecisionContext,
   type EpisodeRecord,
   type HarnessError,
-} from '../../../policies/harness/index.ts';
+} from '../../../harness/index.ts';
 
 const game = loadGames().get(DEFAULT_SMOKE_GAME);
 const env = alfworldEnv(game);

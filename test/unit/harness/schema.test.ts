@@ -11,7 +11,7 @@ import {
   patchHash,
   removePatch,
   toPatch,
-} from '../../../policies/harness/index.ts';
+} from '../../../harness/index.ts';
 
 const good = {
   skills: ['Open receptacles before searching them.'],

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { checkPatchFile, showPatchFile, validatePatch, type HarnessError } from '../../../policies/harness/index.ts';
+import { checkPatchFile, showPatchFile, validatePatch, type HarnessError } from '../../../harness/index.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hr1-patch-'));
 const file = (name: string, text: string): string => {

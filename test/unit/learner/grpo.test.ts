@@ -1,5 +1,5 @@
 import test from 'ava';
-import { groupAdvantages, grpoLoss, k3, ratio, tokenLoss, tokenMean } from '../../../policies/learner/grpo.ts';
+import { groupAdvantages, grpoLoss, k3, ratio, tokenLoss, tokenMean } from '../../../learner/grpo.ts';
 
 const close = (t: { true: (b: boolean, m?: string) => void }, a: number, b: number, tol = 1e-9, what = ''): void => t.true(Math.abs(a - b) <= tol, `${what} ${a} ≠ ${b} (tol ${tol})`);
 

@@ -3,7 +3,7 @@ import { bcRows, collectDecisions } from '../../../policies/targets/lm/bc.ts';
 import { fromSlots, MAX_SLOTS, slotMap, slotMessages, SLOT_WORD, toSlots } from '../../../policies/targets/lm/slots.ts';
 import { LmTokenizer } from '../../../policies/targets/lm/tokenizer.ts';
 import { harvestWords } from '../../../policies/targets/lm/vocab.ts';
-import type { ChatMessage } from '../../../policies/harness/index.ts';
+import type { ChatMessage } from '../../../harness/index.ts';
 
 const results = 'Page 1 (Total results: 50) [SEP] Next > [SEP] B07B4KXQZV [SEP] Lodge Bedspread [SEP] $44.99 [SEP] B07WZBXSK3 [SEP] Travan Quilt [SEP] $64.99';
 

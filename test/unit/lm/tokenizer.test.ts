@@ -3,7 +3,7 @@ import { collectDecisions } from '../../../policies/targets/lm/bc.ts';
 import { buildContext, segmentMessages } from '../../../policies/targets/lm/context.ts';
 import { BOS_ID, LmTokenizer } from '../../../policies/targets/lm/tokenizer.ts';
 import { harvestWords } from '../../../policies/targets/lm/vocab.ts';
-import type { ChatMessage } from '../../../policies/harness/index.ts';
+import type { ChatMessage } from '../../../harness/index.ts';
 
 const words = await harvestWords(['alfworld']);
 const tok = new LmTokenizer(words);

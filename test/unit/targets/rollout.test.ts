@@ -1,7 +1,8 @@
 import test from 'ava';
-import { EpisodeCache, listTasks, rollout, summarizeRecords } from '../../../actors/index.ts';
+import { EpisodeCache, rollout, summarizeRecords } from '../../../drivers/index.ts';
+import { listTasks } from '../../../envs/registry.ts';
 import { init } from '../../../cluster/init.ts';
-import { canonicalJson } from '../../../policies/harness/index.ts';
+import { canonicalJson } from '../../../harness/index.ts';
 import { BASELINES } from '../../../policies/targets/baselines.ts';
 
 const episodes = listTasks('alfworld').slice(0, 12).flatMap((taskId) => [1, 2].map((seed) => ({ taskId, seed })));

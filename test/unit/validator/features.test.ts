@@ -1,8 +1,9 @@
 import test from 'ava';
 import { Rng } from '../../../cluster/rng.ts';
 import { LIBRARY, extractPacket, teacherPropose, tokensToPatch, COMPONENT_BASE_ID, PATCH_OPEN_ID, EOS_ID } from '../../../policies/engineer/index.ts';
-import { parsePatch } from '../../../policies/harness/index.ts';
-import { FEATURE_DIM, FEATURE_NAMES, PACKET_FEATURE_NAMES, candidateFeatures, packetFeatures, patchFeatures, randomWalkPatch, candidatePool } from '../../../policies/validator/index.ts';
+import { parsePatch } from '../../../harness/index.ts';
+import { FEATURE_DIM, FEATURE_NAMES, PACKET_FEATURE_NAMES, candidateFeatures, packetFeatures, patchFeatures } from '../../../policies/scorer/index.ts';
+import { randomWalkPatch, candidatePool } from '../../../drivers/index.ts';
 import { record, steps } from '../engineer/helpers.ts';
 
 function packet() {

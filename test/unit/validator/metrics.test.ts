@@ -1,5 +1,5 @@
 import test from 'ava';
-import { auc, bootstrapCI, rankOrder, spearman } from '../../../policies/validator/index.ts';
+import { auc, bootstrapCI, rankOrder, spearman } from '../../../policies/scorer/index.ts';
 
 test('auc - hand-computed values, ties count half, one class gives NaN', (t) => {
   t.is(auc([0.1, 0.4, 0.35, 0.8], [false, false, true, true]), 0.75);

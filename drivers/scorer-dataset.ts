@@ -1,0 +1,250 @@
+/**
+ * Logged candidate outcomes: for each (target, env, batch), the vanilla rollout → packet →
+ * candidates (teacher proposals and random walks of the component grammar) → Δ_B of each on
+ * paired seeds. One JSONL row per candidate, with its feature vector, so training never reruns.
+ * Deterministic given its options (seeded Rng, SIMULATED targets replay their draws).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Cluster } from '../cluster/client.ts';
+import { Rng } from '../cluster/rng.ts';
+import type { EpisodeCache } from './episode-cache.ts';
+import { canonicalJson, patchHash, toPatch, type Patch } from '../harness/index.ts';
+import { EOS_ID, PATCH_OPEN_ID, allowedNext, extractPacket, packetHash, teacherPropose, tokensToPatch, MissingEvaluationError } from '../policies/engineer/index.ts';
+import { baseRecords, makeBatches, rewardGroup } from './index.ts';
+import { candidateFeatures, FEATURE_VERSION } from '../policies/scorer/features.ts';
+import { ValidatorError } from '../policies/scorer/errors.ts';
+
+export const OUTCOME_ROW_KIND = 'hr1-validator-outcome/1';
+
+/** Where datasets and models live by default. @default '.hr1/validator' */
+export const DEFAULT_VALIDATOR_DIR = '.hr1/validator';
+/** Training splits (the engineer's) and held-out splits (the learning report's). */
+export const TRAIN_SPLITS: Record<string, string> = { alfworld: 'valid_train', dbbench: 'v0.2/standard', webshop: 'train' };
+export const HELDOUT_SPLITS: Record<string, string> = { alfworld: 'valid_seen', dbbench: 'v0.2/dev', webshop: 'dev' };
+
+/** One logged candidate outcome. */
+export interface OutcomeRow {
+  kind: typeof OUTCOME_ROW_KIND;
+  part: 'train' | 'heldout';
+  env: string;
+  target: string;
+  split: string;
+  /** index of the batch in its (part, target, env) group; the batch's episode seed is batchSeed */
+  batch: number;
+  batchSeed: number;
+  packetHash: string;
+  /** candidate index within the batch's pool */
+  index: number;
+  source: 'teacher' | 'walk';
+  patchHash: string;
+  patch: Patch;
+  featureVersion: number;
+  features: number[];
+  delta: number;
+  base: number;
+  patched: number;
+  /** Δ ≥ 0: the label of the validation model */
+  nonRegressive: boolean;
+}
+
+export interface OutcomeOptions {
+  cluster: Cluster;
+  cache: EpisodeCache | null;
+  /** @default ['sim/llama-3b', 'sim/qwen-3b', 'sim/gemma-8b'] */
+  targets?: string[];
+  /** @default ['alfworld', 'dbbench'] */
+  envs?: string[];
+  /** batches per (target, env) from the training split. @default 6 */
+  trainBatches?: number;
+  /** batches per (target, env) from the held-out split. @default 4 */
+  heldoutBatches?: number;
+  /** episodes per batch. @default 10 */
+  size?: number;
+  /** teacher proposals per batch. @default 4 */
+  teacherK?: number;
+  /** random grammar walks per batch. @default 8 */
+  walks?: number;
+  /** @default 0 */
+  seed?: number;
+  /** JSONL cache: read when it exists and matches the options' hash, else generated and written */
+  out?: string;
+  onProgress?: (p: { done: number; total: number; target: string; env: string; part: string }) => void;
+}
+
+export const DEFAULT_TARGETS = ['sim/llama-3b', 'sim/qwen-3b', 'sim/gemma-8b'];
+export const DEFAULT_ENVS = ['alfworld', 'dbbench'];
+
+function resolve(o: OutcomeOptions) {
+  const r = {
+    targets: o.targets ?? DEFAULT_TARGETS,
+    envs: o.envs ?? DEFAULT_ENVS,
+    trainBatches: o.trainBatches ?? 6,
+    heldoutBatches: o.heldoutBatches ?? 4,
+    size: o.size ?? 10,
+    teacherK: o.teacherK ?? 4,
+    walks: o.walks ?? 8,
+    seed: o.seed ?? 0,
+  };
+  for (const f of ['trainBatches', 'heldoutBatches', 'teacherK', 'walks'] as const) {
+    if (!Number.isInteger(r[f]) || r[f] < 0) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes.${f} must be a non-negative integer, got ${String(r[f])}`, { field: f });
+  }
+  if (!Number.isInteger(r.size) || r.size < 1) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes.size must be a positive integer, got ${String(r.size)}`, { field: 'size' });
+  if (r.targets.length === 0 || r.envs.length === 0) throw new ValidatorError('VALIDATOR_BAD_OPTION', 'outcomes.targets and outcomes.envs must each name at least one', { field: r.targets.length ? 'envs' : 'targets' });
+  return r;
+}
+
+/** The hash of the resolved options: the dataset's cache key. */
+export function outcomesKey(o: OutcomeOptions): string {
+  const r = resolve(o);
+  return createHash('sha256').update(canonicalJson({ ...r, featureVersion: FEATURE_VERSION, kind: OUTCOME_ROW_KIND })).digest('hex').slice(0, 16);
+}
+
+/**
+ * A random walk of the component grammar: `<patch>`, then up to `maxLen` components drawn
+ * uniformly from what {@link allowedNext} admits, stopping early with probability 1/4 per step.
+ */
+export function randomWalkPatch(rng: Rng, maxLen = 5): Patch {
+  const ids = [PATCH_OPEN_ID];
+  const len = 1 + rng.int(maxLen);
+  for (let i = 0; i < len; i++) {
+    const next = allowedNext(ids).filter((id) => id !== EOS_ID);
+    if (next.length === 0 || (i > 0 && rng.chance(0.25))) break;
+    ids.push(rng.pick(next));
+  }
+  ids.push(EOS_ID);
+  return tokensToPatch(ids);
+}
+
+/**
+ * The candidate pool of a packet: up to `teacherK` teacher proposals, then random walks until
+ * `teacherK + walks` distinct patches (by hash) or the draws run out.
+ */
+export function candidatePool(packet: ReturnType<typeof extractPacket>, o: { teacherK: number; walks: number; seed: number }): { patch: Patch; source: 'teacher' | 'walk' }[] {
+  const out: { patch: Patch; source: 'teacher' | 'walk' }[] = [];
+  const seen = new Set<string>();
+  for (const p of o.teacherK > 0 ? teacherPropose(packet, { k: o.teacherK, seed: o.seed }) : []) {
+    const patch = toPatch(p.patch);
+    seen.add(patchHash(patch));
+    out.push({ patch, source: 'teacher' });
+  }
+  const rng = new Rng(`walks|${packetHash(packet)}|${o.seed}`);
+  const want = out.length + o.walks;
+  for (let tries = 0; out.length < want && tries < o.walks * 10; tries++) {
+    const patch = randomWalkPatch(rng);
+    const h = patchHash(patch);
+    if (seen.has(h)) continue;
+    seen.add(h);
+    out.push({ patch, source: 'walk' });
+  }
+  return out;
+}
+
+/** Read a JSONL outcome file; a bad line is a VALIDATOR_BAD_ROW naming the line. */
+export function readOutcomes(path: string): OutcomeRow[] {
+  const lines = readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  return lines.map((l, i) => {
+    let r: OutcomeRow;
+    try {
+      r = JSON.parse(l) as OutcomeRow;
+    } catch (e) {
+      throw new ValidatorError('VALIDATOR_BAD_ROW', `${path}:${i + 1} is not JSON; delete the file to regenerate it`, { cause: e });
+    }
+    if (r.kind !== OUTCOME_ROW_KIND || !Array.isArray(r.features)) throw new ValidatorError('VALIDATOR_BAD_ROW', `${path}:${i + 1} is not a ${OUTCOME_ROW_KIND} row; delete the file to regenerate it`);
+    return r;
+  });
+}
+
+function writeOutcomes(path: string, rows: readonly OutcomeRow[]): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(`${path}.tmp`, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  renameSync(`${path}.tmp`, path);
+}
+
+/**
+ * Generate (or read from `out`) the logged outcomes. Missing evaluations (env/target errors) are
+ * left out and counted, never scored 0.
+ *
+ * @example
+ * const { rows } = await generateOutcomes({ cluster: rt.cluster, cache: new EpisodeCache(':memory:'), out: '.hr1/validator/outcomes.jsonl' });
+ */
+export async function generateOutcomes(o: OutcomeOptions): Promise<{ rows: OutcomeRow[]; missing: number; cached: boolean; ms: number; key: string }> {
+  const t0 = performance.now();
+  const r = resolve(o);
+  const key = outcomesKey(o);
+  const meta = o.out ? `${o.out}.key` : null;
+  if (o.out && meta && existsSync(o.out) && existsSync(meta) && readFileSync(meta, 'utf8').trim() === key) {
+    return { rows: readOutcomes(o.out), missing: 0, cached: true, ms: performance.now() - t0, key };
+  }
+  const rows: OutcomeRow[] = [];
+  let missing = 0;
+  const parts: ['train' | 'heldout', number, Record<string, string>, number][] = [
+    ['train', r.trainBatches, TRAIN_SPLITS, r.seed],
+    ['heldout', r.heldoutBatches, HELDOUT_SPLITS, r.seed + 1000],
+  ];
+  const total = r.targets.length * r.envs.length * (r.trainBatches + r.heldoutBatches);
+  let done = 0;
+  for (const [part, count, splits, bseed] of parts) {
+    if (count === 0) continue;
+    for (const env of r.envs) {
+      const split = splits[env];
+      const batches = makeBatches(env, { count, size: r.size, seed: bseed, ...(split ? { split } : {}) });
+      for (const target of r.targets) {
+        for (let b = 0; b < batches.length; b++) {
+          const episodes = batches[b]!;
+          const spec = { env, target, episodes, cache: o.cache };
+          o.onProgress?.({ done, total, target, env, part });
+          done++;
+          let base;
+          try {
+            base = await baseRecords(o.cluster, spec, { validate: 'schema' });
+          } catch (e) {
+            if (e instanceof MissingEvaluationError) {
+              missing++;
+              continue;
+            }
+            throw e;
+          }
+          const packet = extractPacket(base);
+          const ph = packetHash(packet);
+          const pool = candidatePool(packet, { teacherK: r.teacherK, walks: r.walks, seed: r.seed * 7919 + b });
+          const g = await rewardGroup(o.cluster, { ...spec, base, patches: pool.map((c) => c.patch) }, { validate: 'schema' });
+          g.results.forEach((res, i) => {
+            if (!res.ok || !res.reward.valid) {
+              missing++;
+              return;
+            }
+            const c = pool[i]!;
+            rows.push({
+              kind: OUTCOME_ROW_KIND,
+              part,
+              env,
+              target,
+              split: split ?? '',
+              batch: b,
+              batchSeed: episodes[0]?.seed ?? bseed + b,
+              packetHash: ph,
+              index: i,
+              source: c.source,
+              patchHash: res.reward.patchHash,
+              patch: c.patch,
+              featureVersion: FEATURE_VERSION,
+              features: candidateFeatures(packet, c.patch),
+              delta: res.reward.delta,
+              base: res.reward.base!,
+              patched: res.reward.patched!,
+              nonRegressive: res.reward.delta >= 0,
+            });
+          });
+        }
+      }
+    }
+  }
+  o.onProgress?.({ done, total, target: '', env: '', part: 'done' });
+  if (o.out && meta) {
+    writeOutcomes(o.out, rows);
+    writeFileSync(meta, `${key}\n`);
+  }
+  return { rows, missing, cached: false, ms: performance.now() - t0, key };
+}

@@ -1,0 +1,212 @@
+/**
+ * The cold-start SFT dataset: teacher proposals verified against the frozen target on the
+ * packet's own batch (rerun, paired seeds); the executable and non-regressive ones (Δ ≥ minDelta,
+ * 0 by default) are kept as JSONL rows with their provenance.
+ */
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Cluster } from '../cluster/client.ts';
+import { Rng } from '../cluster/rng.ts';
+import { listTasks, type EnvOptions } from '../envs/registry.ts';
+import type { EpisodeCache } from './episode-cache.ts';
+import type { EpisodeRef } from '../actors/target.ts';
+import { canonicalJson, type Patch } from '../harness/index.ts';
+import { EngineerError, MissingEvaluationError } from '../policies/engineer/errors.ts';
+import { extractPacket, packetHash, type Packet, type PacketOptions } from '../policies/engineer/packet.ts';
+import { baseRecords, rewardOf } from './reward.ts';
+import { teacherPropose, DEFAULT_K } from '../policies/engineer/teacher.ts';
+
+/** Episodes per batch in {@link makeBatches}. @default 20 */
+export const DEFAULT_BATCH_SIZE = 20;
+/** Smallest Δ a kept proposal has: non-regressive. @default 0 */
+export const DEFAULT_MIN_DELTA = 0;
+export const SFT_ROW_KIND = 'hr1-sft/1';
+
+/**
+ * `count` batches of `size` tasks from a split, each task once per batch, drawn by a seeded
+ * shuffle; batch i uses episode seed `seed + i`.
+ */
+export function makeBatches(env: string, o: { count: number; size?: number; split?: string; seed?: number; envOptions?: EnvOptions }): EpisodeRef[][] {
+  const size = o.size ?? DEFAULT_BATCH_SIZE;
+  if (!Number.isInteger(o.count) || o.count < 1) throw new EngineerError('ENGINEER_BAD_OPTION', `batches.count must be a positive integer, got ${String(o.count)}`, { field: 'count' });
+  if (!Number.isInteger(size) || size < 1) throw new EngineerError('ENGINEER_BAD_OPTION', `batches.size must be a positive integer, got ${String(size)}`, { field: 'size' });
+  const all = listTasks(env, o.split, o.envOptions ?? {});
+  const rng = new Rng(`batches|${env}|${o.split ?? ''}|${o.seed ?? 0}`);
+  return Array.from({ length: o.count }, (_, i) => rng.fork(i).shuffle(all).slice(0, size).map((taskId) => ({ taskId, seed: (o.seed ?? 0) + i })));
+}
+
+/** One JSONL row: input (the packet), output (the patch) and where they came from. */
+export interface SftRow {
+  kind: typeof SFT_ROW_KIND;
+  env: string;
+  target: string;
+  /** the batch: task ids and seeds, in order */
+  batch: EpisodeRef[];
+  packetHash: string;
+  /** the packet (render it with formatPacket / packetTokens) */
+  packet: Packet;
+  patchHash: string;
+  patch: Patch;
+  /** the target text: the canonical JSON of the patch */
+  completion: string;
+  delta: number;
+  base: number;
+  patched: number;
+  teacher: { name: 'prompted-editor'; seed: number; index: number; addresses: string[] };
+}
+
+export interface SftProgress {
+  batch: number;
+  batches: number;
+  phase: 'base' | 'propose' | 'verify' | 'done';
+  proposals: number;
+  valid: number;
+  kept: number;
+}
+
+export interface SftOptions {
+  cluster: Cluster;
+  env: string;
+  target: string;
+  /** the batches (see {@link makeBatches}) */
+  batches: readonly (readonly EpisodeRef[])[];
+  /** proposals per packet. @default DEFAULT_K (4) */
+  k?: number;
+  /** the JSONL file to write (written whole at the end, through a temp file); omit to only return rows */
+  out?: string;
+  /** teacher seed; batch i uses `teacherSeed + i`. @default 0 */
+  teacherSeed?: number;
+  /** @default DEFAULT_MIN_DELTA (0) */
+  minDelta?: number;
+  cache?: EpisodeCache | null;
+  envOptions?: EnvOptions;
+  packet?: PacketOptions;
+  /** 'schema' or 'full' (compile + smoke). @default 'full' */
+  validate?: 'schema' | 'full';
+  onProgress?: (p: SftProgress) => void;
+}
+
+export interface SftSummary {
+  batches: number;
+  /** batches whose packet had no failed episode (nothing to propose) */
+  emptyBatches: number;
+  proposals: number;
+  valid: number;
+  kept: number;
+  /** evaluations that failed (env/target errors): reported, neither kept nor scored */
+  missing: number;
+  keptRate: number;
+  meanDeltaKept: number;
+  meanDeltaValid: number;
+  ms: number;
+  out: string | null;
+}
+
+/**
+ * Build the dataset. Deterministic given its inputs (the target, batches, k and seeds).
+ *
+ * @example
+ * const batches = makeBatches('alfworld', { count: 8, size: 20 });
+ * const { summary } = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target: 'sim/llama-3b', batches, k: 4, out: 'sft.jsonl' });
+ */
+export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; summary: SftSummary; missing: MissingEvaluationError[] }> {
+  const t0 = performance.now();
+  const k = o.k ?? DEFAULT_K;
+  const minDelta = o.minDelta ?? DEFAULT_MIN_DELTA;
+  if (!Number.isInteger(k) || k < 1) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.k must be a positive integer, got ${String(k)}`, { field: 'k' });
+  const rows: SftRow[] = [];
+  const missing: MissingEvaluationError[] = [];
+  let proposals = 0;
+  let valid = 0;
+  let empty = 0;
+  let sumValid = 0;
+  const cache = o.cache ?? null;
+  const batches = o.batches.length;
+  const progress = (batch: number, phase: SftProgress['phase']): void => o.onProgress?.({ batch, batches, phase, proposals, valid, kept: rows.length });
+  for (let b = 0; b < batches; b++) {
+    const episodes = [...o.batches[b]!];
+    progress(b, 'base');
+    const spec = { env: o.env, target: o.target, episodes, cache, ...(o.envOptions ? { envOptions: o.envOptions } : {}) };
+    let base;
+    try {
+      base = await baseRecords(o.cluster, spec, { validate: o.validate ?? 'full' });
+    } catch (e) {
+      // no base, no packet: the batch is reported and skipped
+      if (e instanceof MissingEvaluationError) {
+        missing.push(e);
+        continue;
+      }
+      throw e;
+    }
+    const packet = extractPacket(base, o.packet);
+    const ph = packetHash(packet);
+    progress(b, 'propose');
+    const seed = (o.teacherSeed ?? 0) + b;
+    const props = teacherPropose(packet, { k, seed });
+    if (props.length === 0) empty++;
+    for (let i = 0; i < props.length; i++) {
+      const p = props[i]!;
+      proposals++;
+      progress(b, 'verify');
+      let r;
+      try {
+        r = await rewardOf(o.cluster, { ...spec, patch: p.patch, base }, { validate: o.validate ?? 'full' });
+      } catch (e) {
+        if (e instanceof MissingEvaluationError) {
+          missing.push(e);
+          continue;
+        }
+        throw e;
+      }
+      if (!r.valid) continue;
+      valid++;
+      sumValid += r.delta;
+      if (r.delta < minDelta) continue;
+      rows.push({
+        kind: SFT_ROW_KIND,
+        env: o.env,
+        target: o.target,
+        batch: episodes,
+        packetHash: ph,
+        packet,
+        patchHash: r.patchHash,
+        patch: p.patch,
+        completion: canonicalJson(p.patch),
+        delta: r.delta,
+        base: r.base!,
+        patched: r.patched!,
+        teacher: { name: 'prompted-editor', seed, index: i, addresses: p.addresses },
+      });
+    }
+  }
+  progress(batches, 'done');
+  if (o.out) {
+    mkdirSync(dirname(o.out), { recursive: true });
+    const tmp = `${o.out}.tmp`;
+    writeFileSync(tmp, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+    renameSync(tmp, o.out);
+  }
+  const keptDelta = rows.reduce((n, r) => n + r.delta, 0);
+  return {
+    rows,
+    missing,
+    summary: {
+      batches,
+      emptyBatches: empty,
+      proposals,
+      valid,
+      kept: rows.length,
+      missing: missing.length,
+      keptRate: proposals ? rows.length / proposals : 0,
+      meanDeltaKept: rows.length ? keptDelta / rows.length : 0,
+      meanDeltaValid: valid ? sumValid / valid : 0,
+      ms: performance.now() - t0,
+      out: o.out ?? null,
+    },
+  };
+}
+
+/** One line of summary, for the CLI. */
+export function formatSftSummary(s: SftSummary): string {
+  return `${s.batches} batches (${s.emptyBatches} without failures): ${s.proposals} proposals, ${s.valid} valid, ${s.kept} kept (${(100 * s.keptRate).toFixed(1)}%), mean Δ of kept ${s.meanDeltaKept.toFixed(3)}, mean Δ of valid ${s.meanDeltaValid.toFixed(3)}${s.missing ? `, ${s.missing} evaluations missing (env/target errors)` : ''}; ${(s.ms / 1000).toFixed(1)} s${s.out ? ` → ${s.out}` : ''}`;
+}

@@ -1,0 +1,411 @@
+/**
+ * The learner's torch process: spawns `learner/server.py` under /usr/bin/python3 and
+ * speaks length-prefixed msgpack over its stdio (4-byte big-endian length + a msgpack map).
+ * Keys are snake_case on the wire and camelCase here; the conversion happens at this seam only.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Packr } from 'msgpackr';
+import type { GrpoInput } from './grpo.ts';
+import { LearnerDependencyError, LearnerDiedError, LearnerOpError, LearnerProtocolError, LearnerTimeoutError } from './errors.ts';
+
+/** Debian's torch lives only under the system python. @default '/usr/bin/python3' */
+export const DEFAULT_PYTHON = '/usr/bin/python3';
+/** The server script. */
+export const SERVER_SCRIPT = fileURLToPath(new URL('./server.py', import.meta.url));
+/** Time for python to import torch and say hello. @default 60000 */
+export const DEFAULT_START_TIMEOUT_MS = 60_000;
+/** Time one op may take before the process is killed. @default 600000 */
+export const DEFAULT_OP_TIMEOUT_MS = 600_000;
+/** Largest frame accepted from the child. @default 1 GiB */
+export const MAX_FRAME_BYTES = 1 << 30;
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
+
+export interface LearnerProcessOptions {
+  /** @default '/usr/bin/python3' */
+  python?: string;
+  /** extra interpreter arguments before the script (tests use `-S` to hide site packages) */
+  pythonArgs?: string[];
+  /** @default learner/server.py */
+  script?: string;
+  /** added to the child's environment (e.g. `HR1_TORCH_THREADS`) */
+  env?: NodeJS.ProcessEnv;
+  /** @default 60000 */
+  startTimeoutMs?: number;
+  /** each stderr line of the child (torch warnings); kept in a tail for error messages either way */
+  onStderr?: (line: string) => void;
+}
+
+/** The learner's model: a decoder-only transformer over token ids. */
+export interface EngineerModelConfig {
+  vocabSize: number;
+  /** @default 128 */
+  dModel?: number;
+  /** @default 2 */
+  nLayers?: number;
+  /** @default 4 */
+  nHeads?: number;
+  /** @default 512 */
+  dFf?: number;
+  /** longest prompt + completion. @default 256 */
+  maxLen?: number;
+  /** @default 0 */
+  dropout?: number;
+  /** @default 0 */
+  padId?: number;
+  /** @default 1 */
+  bosId?: number;
+  /** @default 2 */
+  eosId?: number;
+  /** @default true */
+  tieEmbeddings?: boolean;
+}
+
+export interface OptimConfig {
+  /** AdamW learning rate. @default 3e-4 */
+  lr?: number;
+  /** @default 0 */
+  weightDecay?: number;
+  /** @default 0.9 */
+  beta1?: number;
+  /** @default 0.999 */
+  beta2?: number;
+  /** max global grad norm; 0 turns clipping off. @default 1 */
+  gradClip?: number;
+}
+
+export interface GrpoConfig {
+  /** @default 0.2 */
+  epsLow?: number;
+  /** @default 0.2 */
+  epsHigh?: number;
+  /** dual-clip constant for A < 0. @default 3 */
+  clipC?: number;
+  /** weight of the k3 KL to the reference; 0 = off. @default 0 */
+  klCoef?: number;
+  /** optimizer steps on the same batch. @default 1 */
+  updateIters?: number;
+  /** logits are divided by it, as the sampler did. @default 1 */
+  temperature?: number;
+  /** rows per forward/backward (gradient accumulation); 0 = the whole batch. @default 0 */
+  microBatchSize?: number;
+  /** overrides the optimizer's learning rate from this step on */
+  lr?: number;
+}
+
+export interface LearnerInfo {
+  protocol: number;
+  torch: string;
+  cuda: boolean;
+  device: string;
+  threads: number;
+  pid: number;
+  initialized: boolean;
+  params: number;
+  step: number;
+  seed: number;
+  config: Required<EngineerModelConfig> | null;
+  optim: Required<OptimConfig> | null;
+  hasReference: boolean;
+}
+
+export interface SequenceBatch {
+  /** token ids per sample; each starts with at least one token (BOS) */
+  prompts: number[][];
+  /** token ids per sample that the loss or the log-probs are about */
+  completions: number[][];
+}
+
+export interface SftStepResult {
+  loss: number;
+  tokens: number;
+  gradNorm: number;
+  step: number;
+  ms: number;
+}
+
+export interface GrpoIterMetrics {
+  loss: number;
+  pgLoss: number;
+  kl: number;
+  clipFrac: number;
+  dualClipFrac: number;
+  entropy: number;
+  ratioMean: number;
+  gradNorm: number;
+}
+
+export interface GrpoStepArgs extends SequenceBatch {
+  rewards: number[];
+  groupIds: (string | number)[];
+  /** per-token log-probs of the sampling policy; omitted = recomputed by the learner (on-policy) */
+  oldLogprobs?: number[][] | null;
+  /** per-token log-probs of the reference; omitted = the reference set by setReference (when klCoef > 0) */
+  refLogprobs?: number[][] | null;
+  config?: GrpoConfig;
+}
+
+export interface GrpoStepResult {
+  iters: GrpoIterMetrics[];
+  advantages: number[];
+  tokens: number;
+  step: number;
+  ms: number;
+}
+
+export interface FileResult {
+  path: string;
+  bytes: number;
+  step: number;
+  ms: number;
+}
+
+const snake = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+const camel = (k: string): string => k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+
+function mapKeys(x: unknown, f: (k: string) => string): unknown {
+  if (Array.isArray(x)) return typeof x[0] === 'number' ? x : x.map((v) => mapKeys(v, f));
+  if (x === null || typeof x !== 'object' || x instanceof Uint8Array) return x;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(x)) if (v !== undefined) out[f(k)] = mapKeys(v, f);
+  return out;
+}
+
+interface Pending {
+  op: string;
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * One learner child process.
+ *
+ * @example
+ * const lp = await LearnerProcess.start();
+ * await lp.init({ config: { vocabSize: 64 }, seed: 1 });
+ * await lp.sftStep({ prompts: [[1, 5]], completions: [[5, 2]] });
+ * await lp.close();
+ */
+export class LearnerProcess {
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private buf: Buffer = Buffer.alloc(0);
+  private stderrTail = '';
+  private exitListeners: ((e: LearnerDiedError) => void)[] = [];
+  private closing = false;
+  private exited = false;
+  private hello: ((v: LearnerInfo) => void) | undefined;
+  readonly exitedPromise: Promise<void>;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly python: string,
+    private readonly opts: LearnerProcessOptions,
+  ) {
+    this.exitedPromise = new Promise((r) => child.once('exit', () => r()));
+  }
+
+  /** Spawn the server and wait for its hello. Rejects with {@link LearnerDependencyError} when python, torch, numpy, msgpack or onnx is missing. */
+  static async start(opts: LearnerProcessOptions = {}): Promise<LearnerProcess> {
+    const python = opts.python ?? DEFAULT_PYTHON;
+    const child = spawn(python, [...(opts.pythonArgs ?? []), opts.script ?? SERVER_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, PYTHONUNBUFFERED: '1', ...opts.env } });
+    const lp = new LearnerProcess(child, python, opts);
+    return lp.handshake(opts.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS);
+  }
+
+  private handshake(timeoutMs: number): Promise<LearnerProcess> {
+    const child = this.child;
+    return new Promise((resolve, reject) => {
+      let done = false;
+      const finish = (e: Error | undefined, info?: LearnerInfo): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        if (e) {
+          this.closing = true;
+          child.kill('SIGKILL');
+          reject(e);
+        } else {
+          this.info0 = info;
+          resolve(this);
+        }
+      };
+      const timer = setTimeout(() => finish(new LearnerTimeoutError('start', timeoutMs)), timeoutMs);
+      this.hello = (info) => finish(undefined, info);
+      child.once('error', (e: NodeJS.ErrnoException) => finish(new LearnerDependencyError(this.python, [], e.code === 'ENOENT' ? `${this.python} not found` : e.message, { cause: e })));
+      child.stdout!.on('data', (d: Buffer) => this.onData(d));
+      child.stderr!.on('data', (d: Buffer) => this.onStderr(d));
+      child.stdin!.on('error', () => {}); // EPIPE after a death is reported through 'exit'
+      child.once('exit', (code, signal) => {
+        this.exited = true;
+        const m = /HR1_LEARNER_MISSING ([^|]*)\|(.*)/.exec(this.stderrTail);
+        if (!done) {
+          if (code === 3 && m) finish(new LearnerDependencyError(this.python, m[1]!.trim().split(/\s+/), m[2]!.trim()));
+          else finish(new LearnerDiedError('start', code, signal, this.stderrTail));
+          return;
+        }
+        this.onExit(code, signal);
+      });
+    });
+  }
+
+  private info0: LearnerInfo | undefined;
+
+  /** What the server said on start (torch version, device, pid). */
+  get helloInfo(): LearnerInfo {
+    return this.info0!;
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  /** Called once if the process dies other than by {@link close}; pending calls reject with the same error naming their op. */
+  onDeath(cb: (e: LearnerDiedError) => void): void {
+    this.exitListeners.push(cb);
+  }
+
+  private onStderr(d: Buffer): void {
+    const s = d.toString();
+    this.stderrTail = (this.stderrTail + s).slice(-4000);
+    if (this.opts.onStderr) for (const line of s.split('\n')) if (line.trim()) this.opts.onStderr(line);
+  }
+
+  private onExit(code: number | null, signal: NodeJS.Signals | null): void {
+    const ops = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of ops) {
+      clearTimeout(p.timer);
+      p.reject(new LearnerDiedError(p.op, code, signal, this.stderrTail));
+    }
+    if (!this.closing) {
+      const e = new LearnerDiedError(ops[0]?.op ?? 'idle', code, signal, this.stderrTail);
+      for (const cb of this.exitListeners) cb(e);
+    }
+  }
+
+  private onData(d: Buffer): void {
+    this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+    while (this.buf.length >= 4) {
+      const n = this.buf.readUInt32BE(0);
+      if (n > MAX_FRAME_BYTES) return this.fail(new LearnerProtocolError(`the learner sent a frame of ${n} bytes (limit ${MAX_FRAME_BYTES}); its stdout is out of sync — is something printing to it?`));
+      if (this.buf.length < 4 + n) return;
+      const body = this.buf.subarray(4, 4 + n);
+      this.buf = this.buf.subarray(4 + n);
+      let msg: { id?: number; ok?: boolean; result?: unknown; error?: { type?: string; message?: string; traceback?: string } };
+      try {
+        msg = packr.unpack(body) as typeof msg;
+      } catch (e) {
+        return this.fail(new LearnerProtocolError(`a frame from the learner does not decode as msgpack: ${(e as Error).message}`, { cause: e }));
+      }
+      if (msg.id === 0 && this.hello) {
+        const h = this.hello;
+        this.hello = undefined;
+        h(mapKeys(msg.result, camel) as LearnerInfo);
+        continue;
+      }
+      const p = this.pending.get(msg.id ?? -1);
+      if (!p) {
+        // a reply without a live request (e.g. an error about an undecodable request) is reported, never dropped silently
+        if (!msg.ok) this.opts.onStderr?.(`learner error without a request: ${msg.error?.type}: ${msg.error?.message}`);
+        continue;
+      }
+      this.pending.delete(msg.id!);
+      clearTimeout(p.timer);
+      if (msg.ok) p.resolve(mapKeys(msg.result, camel));
+      else p.reject(new LearnerOpError(p.op, msg.error?.type ?? 'Error', msg.error?.message ?? 'no message', msg.error?.traceback ?? ''));
+    }
+  }
+
+  private fail(e: Error): void {
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(e);
+    }
+    this.pending.clear();
+    this.child.kill('SIGKILL');
+  }
+
+  /** Send one op; args keys are converted to snake_case, result keys to camelCase. */
+  call<T = unknown>(op: string, args: object = {}, opts: { timeoutMs?: number } = {}): Promise<T> {
+    if (this.exited) return Promise.reject(new LearnerDiedError(op, this.child.exitCode, this.child.signalCode, this.stderrTail));
+    const id = this.nextId++;
+    const body = packr.pack({ id, op, args: mapKeys(args, snake) });
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(body.length, 0);
+    return new Promise<T>((resolve, reject) => {
+      const timeoutMs = opts.timeoutMs ?? DEFAULT_OP_TIMEOUT_MS;
+      const timer = setTimeout(() => {
+        if (!this.pending.delete(id)) return;
+        reject(new LearnerTimeoutError(op, timeoutMs));
+        this.child.kill('SIGKILL');
+      }, timeoutMs);
+      this.pending.set(id, { op, resolve: resolve as (v: unknown) => void, reject, timer });
+      this.child.stdin!.write(Buffer.concat([head, body]));
+    });
+  }
+
+  init(a: { config: EngineerModelConfig; optim?: OptimConfig; seed?: number; device?: 'auto' | 'cpu' | 'cuda' }): Promise<LearnerInfo> {
+    return this.call('init', a);
+  }
+  info(): Promise<LearnerInfo> {
+    return this.call('info');
+  }
+  /**
+   * One SFT step. `promptTargets[i]` lists positions inside prompt i whose tokens are labels too
+   * (each predicted from the position before it), e.g. the earlier actions of a behaviour-cloning window.
+   */
+  sftStep(a: SequenceBatch & { lr?: number; microBatchSize?: number; promptTargets?: number[][] }): Promise<SftStepResult> {
+    return this.call('sft_step', a);
+  }
+  grpoStep(a: GrpoStepArgs): Promise<GrpoStepResult> {
+    return this.call('grpo_step', a);
+  }
+  logprobs(a: SequenceBatch & { temperature?: number }): Promise<{ logprobs: number[][]; entropy: number[][] }> {
+    return this.call('logprobs', a);
+  }
+  /** Snapshot the current weights as the KL reference. */
+  setReference(): Promise<{ step: number }> {
+    return this.call('set_reference');
+  }
+  /** The pure GRPO math of grpo.py on the given per-token values (float64), for cross-checks. */
+  grpoMath(a: GrpoInput): Promise<{ advantages: number[]; ratio: number[][]; perTokenLoss: number[][]; pgLoss: number; clipFrac: number; dualClipFrac: number; kl: number; loss: number }> {
+    return this.call('grpo_math', a);
+  }
+  /** ONNX (opset 17): input_ids [B, T] int64 → logits [B, T, V] float32, both axes dynamic. */
+  export(a: { path: string; opset?: number }): Promise<FileResult & { opset: number }> {
+    return this.call('export', a);
+  }
+  save(a: { path: string }): Promise<FileResult> {
+    return this.call('save', a);
+  }
+  load(a: { path: string; device?: 'auto' | 'cpu' | 'cuda' }): Promise<LearnerInfo> {
+    return this.call('load', a);
+  }
+
+  /** Ask the server to exit; kill it if it does not within `graceMs`. */
+  async close(graceMs = 2000): Promise<void> {
+    if (this.exited) return;
+    this.closing = true;
+    const t = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    try {
+      await this.call('shutdown', {}, { timeoutMs: graceMs }).catch(() => {});
+      await this.exitedPromise;
+    } finally {
+      clearTimeout(t);
+    }
+  }
+
+  /** Kill the process at once (no death is reported). */
+  async kill(): Promise<void> {
+    this.closing = true;
+    if (!this.exited) this.child.kill('SIGKILL');
+    await this.exitedPromise;
+  }
+}
