@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { defineActor, type ActorContext } from '../cluster/actor.ts';
 import type { Cluster } from '../cluster/client.ts';
 import { Hr1Error } from '../cluster/errors.ts';
-import { LearnerDiedError, LearnerProcess, type LearnerInfo, type LearnerProcessOptions } from '../learner/index.ts';
+import { LearnerDiedError, LearnerProcess, type LearnerErrorCode, type LearnerInfo, type LearnerProcessOptions } from '../learner/index.ts';
 
 /** Process restarts the actor tries before it gives up. @default 5 */
 export const DEFAULT_MAX_CHILD_RESTARTS = 5;
@@ -111,7 +111,7 @@ function watch(s: State): void {
 
 async function restart(s: State): Promise<void> {
   const max = s.args.maxChildRestarts;
-  if (max !== -1 && s.restarts >= max) throw new Hr1Error('LEARNER_GAVE_UP', `the learner process died ${s.restarts + 1} times (maxChildRestarts ${max}); last: ${s.lastDeath}`, { data: { restarts: s.restarts } });
+  if (max !== -1 && s.restarts >= max) throw new Hr1Error<LearnerErrorCode>('LEARNER_GAVE_UP', `the learner process died ${s.restarts + 1} times (maxChildRestarts ${max}); last: ${s.lastDeath}`, { data: { restarts: s.restarts } });
   s.restarts++;
   const proc = await LearnerProcess.start(procOptions(s.args));
   if (s.checkpoint) await proc.load({ path: s.checkpoint, device: s.args.device });
@@ -136,7 +136,7 @@ async function exportOnnx(s: State, name?: string): Promise<OnnxRef> {
   const path = join(s.dir, 'export.onnx');
   const r = await s.proc.export({ path });
   const objects = (s.ctx.services as Cluster | undefined)?.objects;
-  if (!objects) throw new Hr1Error('NO_OBJECT_STORE', 'the learner has no object store: spawn it through a cluster node (ctx.services is the cluster client)');
+  if (!objects) throw new Hr1Error<LearnerErrorCode>('NO_OBJECT_STORE', 'the learner has no object store: spawn it through a cluster node (ctx.services is the cluster client)');
   const objName = name ?? `${s.args.objectPrefix}/step-${r.step}.onnx`;
   await objects.put(objName, await readFile(path));
   if (!name) {

@@ -1,15 +1,15 @@
 /**
  * TargetActor: a model backend + the harness (+ an installed patch), running many episodes at
- * once. ALFWorld steps can run in a worker pool of env threads (`envThreads`), batched across
+ * once. Steps of envs whose sessions can be pooled (ALFWorld) can run in a worker pool of env
+ * threads (`envThreads`, one pool per env, made on first use) or an EnvActor, batched across
  * the episodes in flight.
  */
 import { z } from 'zod';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { defineActor } from '../cluster/actor.ts';
 import { WorkerPool } from '../cluster/pool.ts';
-import { baseHarness, composeHarness, runEpisode, type EpisodeRecord, type Harness, type Model } from '../harness/index.ts';
-import { envFactory, type EnvOptions } from '../envs/registry.ts';
+import { EpisodeRecordSchema, baseHarness, composeHarness, patchFromCanonical, runEpisode, type EpisodeRecord, type Harness, type Model, type ParsedPatch } from '../harness/index.ts';
+import { envDescriptor, envFactory, type EnvOptions } from '../envs/registry.ts';
 import { EnvActor, type Stepper } from './env.ts';
 import { ActorRefSchema, type Cluster } from '../cluster/client.ts';
 import { makeModel } from '../policies/targets/make.ts';
@@ -21,26 +21,46 @@ export const EnvOptionsSchema = z
   .object({ data: z.string().optional(), protocol: z.enum(['react', 'agentbench']).optional(), db: z.string().optional() })
   .strict();
 
-/** The wire shape of an episode record: the fields every consumer reads are checked; the rest passes. */
-export const EpisodeRecordSchema = z.looseObject({
-  v: z.literal(1),
-  env: z.string(),
-  taskId: z.string(),
-  seed: z.number(),
-  model: z.string(),
-  steps: z.array(z.unknown()),
-  outcome: z.looseObject({ status: z.string(), won: z.boolean(), reward: z.number(), steps: z.number() }),
-  hooks: z.array(z.unknown()),
-});
+/** An episode record on the wire: the strict record schema (harness/record.ts). */
+export { EpisodeRecordSchema };
+
+/** A patch on the wire: its canonical JSON and that text's hash (from parsedPatch()), checked on receipt. */
+export const WirePatchSchema = z.strictObject({ canonical: z.string().min(1), hash: z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 hex digest') });
+export type WirePatch = z.infer<typeof WirePatchSchema>;
+
+/** The wire form of a parsed patch. */
+export function wirePatch(p: ParsedPatch): WirePatch {
+  return { canonical: p.canonical, hash: p.hash };
+}
 
 export const RolloutChunkSchema = z.object({
   env: z.string(),
   envOptions: EnvOptionsSchema.default({}),
-  /** a patch (JSON) over the base harness, or null for vanilla */
-  patch: z.unknown().nullable(),
+  /** a patch over the base harness, or null for vanilla */
+  patch: WirePatchSchema.nullable(),
   episodes: z.array(EpisodeRefSchema).min(1).max(4096),
 });
 export type RolloutChunk = z.input<typeof RolloutChunkSchema>;
+
+export const RolloutReplySchema = z.object({ records: z.array(EpisodeRecordSchema), node: z.string() });
+export type RolloutReply = z.infer<typeof RolloutReplySchema>;
+
+export const TargetInfoSchema = z.object({ target: z.string(), model: z.string(), node: z.string(), episodes: z.number(), envThreads: z.number() });
+export type TargetInfo = z.infer<typeof TargetInfoSchema>;
+
+/** Harnesses (base ∘ patch) one actor keeps, by patch hash, so a patch is checked and parsed once. @default 64 */
+export const DEFAULT_HARNESS_CACHE = 64;
+
+/** The harness for a chunk's patch: from the cache by hash, or checked, parsed and cached. */
+export function harnessFor(cache: Map<string, { canonical: string; harness: Harness }>, patch: WirePatch | null, limit = DEFAULT_HARNESS_CACHE): Harness {
+  const key = patch?.hash ?? '';
+  const hit = cache.get(key);
+  if (hit && hit.canonical === (patch?.canonical ?? '')) return hit.harness;
+  const harness = patch === null ? baseHarness() : composeHarness(baseHarness(), patchFromCanonical(patch.canonical, patch.hash));
+  if (cache.size >= limit) cache.delete(cache.keys().next().value!);
+  cache.set(key, { canonical: patch?.canonical ?? '', harness });
+  return harness;
+}
 
 /** Episodes one actor runs at once. @default 16 */
 export const DEFAULT_EPISODE_CONCURRENCY = 16;
@@ -63,40 +83,50 @@ export async function runEpisodes(env: string, envOptions: EnvOptions, harness: 
   return out;
 }
 
+/** Where a chunk's env steps run: the EnvActor given, else this actor's pool for the env (made on first use), else inline. */
+function stepperFor(s: { envActor: Stepper | undefined; pools: Map<string, WorkerPool>; envThreads: number }, env: string): Stepper | undefined {
+  const d = envDescriptor(env);
+  if (!d.pooled || !d.worker) return undefined;
+  if (s.envActor) return s.envActor;
+  if (s.envThreads <= 0) return undefined;
+  let pool = s.pools.get(env);
+  if (!pool) s.pools.set(env, (pool = new WorkerPool({ module: d.worker, threads: Math.min(s.envThreads, availableParallelism() * 4) })));
+  return pool;
+}
+
 export const TargetActor = defineActor({
   name: 'TargetActor',
   args: z.object({
     target: z.string(),
-    /** worker threads for ALFWorld env steps; 0 = step in this thread */
+    /** worker threads for env steps of pooled envs (ALFWorld); 0 = step in this thread */
     envThreads: z.number().int().min(0).max(64).default(0),
     concurrency: z.number().int().min(1).max(1024).default(DEFAULT_EPISODE_CONCURRENCY),
-    /** step ALFWorld through this EnvActor (a replica group, possibly on other nodes) instead */
+    /** step pooled envs through this EnvActor (a replica group, possibly on other nodes; it serves the chunks' env) instead */
     envActor: ActorRefSchema.optional(),
   }),
   protocol: {
-    rollout: { input: RolloutChunkSchema, output: z.object({ records: z.array(EpisodeRecordSchema), node: z.string() }) },
-    info: { input: z.null(), output: z.object({ target: z.string(), model: z.string(), node: z.string(), episodes: z.number(), envThreads: z.number() }) },
+    rollout: { input: RolloutChunkSchema, output: RolloutReplySchema },
+    info: { input: z.null(), output: TargetInfoSchema },
   },
   create: async ({ target, envThreads, concurrency, envActor }, ctx) => {
     const model = await makeModel(target);
     if (envActor) {
       const h = (ctx.services as Cluster).handle(EnvActor, envActor);
       const stepper: Stepper = { run: <O>(task: string, input: unknown) => h.run({ task, input }, { timeout: '2m' }) as Promise<O> };
-      return { target, model, pool: stepper, ownPool: undefined as WorkerPool | undefined, concurrency, envThreads, episodes: 0 };
+      return { target, model, envActor: stepper as Stepper | undefined, pools: new Map<string, WorkerPool>(), concurrency, envThreads, episodes: 0, harnesses: new Map<string, { canonical: string; harness: Harness }>() };
     }
-    const pool = envThreads > 0 ? new WorkerPool({ module: fileURLToPath(new URL('../envs/alfworld/worker.ts', import.meta.url)), threads: Math.min(envThreads, availableParallelism() * 4) }) : undefined;
-    return { target, model, pool: pool as Stepper | undefined, ownPool: pool, concurrency, envThreads, episodes: 0 };
+    return { target, model, envActor: undefined as Stepper | undefined, pools: new Map<string, WorkerPool>(), concurrency, envThreads, episodes: 0, harnesses: new Map<string, { canonical: string; harness: Harness }>() };
   },
   handlers: {
     rollout: async (s, chunk, ctx) => {
-      const harness = chunk.patch === null || chunk.patch === undefined ? baseHarness() : composeHarness(baseHarness(), chunk.patch);
-      const records = await runEpisodes(chunk.env, chunk.envOptions, harness, s.model, chunk.episodes, s.concurrency, chunk.env === 'alfworld' ? s.pool : undefined);
+      const harness = harnessFor(s.harnesses, chunk.patch);
+      const records = await runEpisodes(chunk.env, chunk.envOptions, harness, s.model, chunk.episodes, s.concurrency, stepperFor(s, chunk.env));
       s.episodes += records.length;
-      return { records: records as unknown as z.input<typeof EpisodeRecordSchema>[], node: ctx.nodeId };
+      return { records, node: ctx.nodeId };
     },
     info: (s, _i, ctx) => ({ target: s.target, model: s.model.name, node: ctx.nodeId, episodes: s.episodes, envThreads: s.envThreads }),
   },
   destroy: async (s) => {
-    await s.ownPool?.destroy();
+    await Promise.all([...s.pools.values()].map((p) => p.destroy()));
   },
 });

@@ -3,6 +3,8 @@
  * wildcards, queue groups, request/reply, no-responders) implemented twice, in-process and over
  * NATS. Everything above it (nodes, placement, supervision, calls) is written once.
  */
+import { Hr1Error } from './errors.ts';
+
 export interface BusMsg {
   readonly subject: string;
   readonly data: Uint8Array;
@@ -34,27 +36,43 @@ export interface Bus {
   close(): Promise<void>;
 }
 
+/**
+ * Base of the bus's transport signals. The client maps them to typed cluster errors
+ * (`UnknownActorError`, `CallTimeoutError`, …) before a caller sees them; `name` stays `Error`
+ * and they wire as `'task'`, so one that escapes reads exactly as before they joined Hr1Error.
+ */
+export class BusError<C extends 'NO_RESPONDERS' | 'TIMEOUT' | 'BUS_CLOSED'> extends Hr1Error<C> {
+  static override readonly wireAs = 'task';
+  /** the subject the request or publish was on */
+  readonly subject: string;
+  constructor(code: C, subject: string, message: string) {
+    super(code, message);
+    // unchanged from when these were plain Errors: their text may land in logs and records
+    this.name = 'Error';
+    this.subject = subject;
+  }
+}
+
 /** Nobody is subscribed to the subject. */
-export class BusNoRespondersError extends Error {
-  readonly code = 'NO_RESPONDERS';
-  constructor(readonly subject: string) {
-    super(`no responders on ${subject}`);
+export class BusNoRespondersError extends BusError<'NO_RESPONDERS'> {
+  constructor(subject: string) {
+    super('NO_RESPONDERS', subject, `no responders on ${subject}`);
   }
 }
 
 /** No reply in time. */
-export class BusTimeoutError extends Error {
-  readonly code = 'TIMEOUT';
-  constructor(readonly subject: string, readonly timeoutMs: number) {
-    super(`no reply on ${subject} within ${timeoutMs} ms`);
+export class BusTimeoutError extends BusError<'TIMEOUT'> {
+  readonly timeoutMs: number;
+  constructor(subject: string, timeoutMs: number) {
+    super('TIMEOUT', subject, `no reply on ${subject} within ${timeoutMs} ms`);
+    this.timeoutMs = timeoutMs;
   }
 }
 
 /** Bus connection is closed or down. */
-export class BusClosedError extends Error {
-  readonly code = 'BUS_CLOSED';
-  constructor(readonly subject: string, reason: string) {
-    super(`cannot send on ${subject}: ${reason}`);
+export class BusClosedError extends BusError<'BUS_CLOSED'> {
+  constructor(subject: string, reason: string) {
+    super('BUS_CLOSED', subject, `cannot send on ${subject}: ${reason}`);
   }
 }
 

@@ -4,7 +4,7 @@ import { type ActorClass, type ActorOptions, type Protocol, DEFAULT_MAX_CONCURRE
 import { BusNoRespondersError, BusTimeoutError, type Bus } from './bus.ts';
 import { NatsBus } from './bus-nats.ts';
 import { decode, encode, pack, unpack, validate } from './codec.ts';
-import { parseDuration } from './duration.ts';
+import { parseDuration, zDuration, zPositiveDuration, type Duration } from './duration.ts';
 import { ActorDiedError, BackpressureError, CallTimeoutError, ConfigError, Hr1Error, PlacementError, UnknownActorError, fromWire, type WireError } from './errors.ts';
 import { JetStreamObjectStore, MemoryObjectStore, type ObjectStore } from './objects.ts';
 import { LOCAL_NODES } from './node.ts';
@@ -21,8 +21,8 @@ export const ActorRefSchema = z.object({
 export type ActorRef = z.infer<typeof ActorRefSchema>;
 
 export interface CallOptions {
-  /** ms or a string like "30s". @default 30_000 */
-  timeout?: number | string;
+  /** ms or a string like "30s". @default the cluster's callTimeout (DEFAULT_CALL_TIMEOUT_MS, 30_000) */
+  timeout?: Duration;
 }
 
 export interface MethodHandle<I, O> {
@@ -36,30 +36,121 @@ export type Handle<P extends Protocol> = { readonly ref: ActorRef } & {
   readonly [K in keyof P]: MethodHandle<z.input<P[K]['input']>, z.output<P[K]['output']>>;
 };
 
-export interface ClusterOptions {
-  /** Namespace of subjects. @default 'default' */
-  cluster?: string;
-  /** A node is dead when no heartbeat came for this long. @default 6000 */
-  deadAfterMs?: number;
-  /** Default call timeout. @default 30_000 */
-  callTimeoutMs?: number;
-  /** Spawn (constructor) timeout. @default 60_000 */
-  spawnTimeoutMs?: number;
-  /** How long a new actor waits for a node that fits before PlacementError (restarts wait up to spawnTimeoutMs). @default 3000 */
-  placementWaitMs?: number;
-  /** Calls this client may have in flight before new ones get BackpressureError. @default 100_000 */
-  maxInflight?: number;
+/** A node is dead when no heartbeat came for this long, in ms. @default 6000 */
+export const DEFAULT_DEAD_AFTER_MS = 6000;
+/** Call timeout when a call gives none, in ms. @default 30_000 */
+export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
+/** Spawn (constructor) timeout, in ms. @default 60_000 */
+export const DEFAULT_SPAWN_TIMEOUT_MS = 60_000;
+/** Calls one client may have in flight before new ones get BackpressureError. @default 100_000 */
+export const DEFAULT_MAX_INFLIGHT = 100_000;
+/** How long a new actor waits for a node that fits, in ms. @default 3000 */
+export const DEFAULT_PLACEMENT_WAIT_MS = 3000;
+/** The subject namespace. @default 'default' */
+export const DEFAULT_CLUSTER_NAME = 'default';
+
+const isFunction = (v: unknown): boolean => typeof v === 'function';
+
+/**
+ * The client's options as a schema (the type is inferred from it). Durations are ms or a string
+ * like "30s", as call options' `timeout`; each has a name without a unit and its older `…Ms`
+ * name, which keeps working (give one of the two).
+ */
+export const ClusterOptionsShape = {
+  /** Namespace of subjects: letters, digits, _ and -. @default DEFAULT_CLUSTER_NAME ('default') */
+  cluster: z
+    .string()
+    .superRefine((v, ctx) => {
+      if (!/^[A-Za-z0-9_-]+$/.test(v)) ctx.addIssue({ code: 'custom', message: `"${v}" is not a valid cluster name; use letters, digits, _ and -` });
+    })
+    .optional(),
+  /** A node is dead when no heartbeat came for this long (ms or "6s"). @default DEFAULT_DEAD_AFTER_MS (6000) */
+  deadAfter: zPositiveDuration.optional(),
+  /** The same as `deadAfter`. */
+  deadAfterMs: zPositiveDuration.optional(),
+  /** Default call timeout (ms or "30s"); a call's own `{timeout}` wins. @default DEFAULT_CALL_TIMEOUT_MS (30_000) */
+  callTimeout: zPositiveDuration.optional(),
+  /** The same as `callTimeout`. */
+  callTimeoutMs: zPositiveDuration.optional(),
+  /** Spawn (constructor) timeout (ms or "1m"). @default DEFAULT_SPAWN_TIMEOUT_MS (60_000) */
+  spawnTimeout: zPositiveDuration.optional(),
+  /** The same as `spawnTimeout`. */
+  spawnTimeoutMs: zPositiveDuration.optional(),
+  /** How long a new actor waits for a node that fits before PlacementError (restarts wait up to spawnTimeout); ms or "3s", 0 = do not wait. @default DEFAULT_PLACEMENT_WAIT_MS (3000) */
+  placementWait: zDuration.optional(),
+  /** The same as `placementWait`. */
+  placementWaitMs: zDuration.optional(),
+  /** Calls this client may have in flight before new ones get BackpressureError. @default DEFAULT_MAX_INFLIGHT (100_000) */
+  maxInflight: z.number().int().min(1).optional(),
   /** Object store; by default JetStream over NATS, a shared map in-process. */
-  objects?: ObjectStore;
+  objects: z.custom<ObjectStore>((v) => typeof v === 'object' && v !== null, { message: 'objects must be an ObjectStore' }).optional(),
   /** Progress and fault notes (restarts, lost nodes). @default nothing */
-  log?: (line: string) => void;
+  log: z.custom<(line: string) => void>(isFunction, { message: 'log must be a function (line: string) => void' }).optional(),
+};
+export const ClusterOptionsSchema = z.strictObject(ClusterOptionsShape);
+export type ClusterOptions = z.input<typeof ClusterOptionsSchema>;
+
+/** Cluster options resolved once: defaults filled in, durations in ms. */
+export interface ResolvedClusterOptions {
+  readonly cluster: string;
+  readonly deadAfterMs: number;
+  readonly callTimeoutMs: number;
+  readonly spawnTimeoutMs: number;
+  readonly placementWaitMs: number;
+  readonly maxInflight: number;
+  readonly objects: ObjectStore | undefined;
+  readonly log: ((line: string) => void) | undefined;
 }
 
-export const DEFAULT_DEAD_AFTER_MS = 6000;
-export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
-export const DEFAULT_SPAWN_TIMEOUT_MS = 60_000;
-export const DEFAULT_MAX_INFLIGHT = 100_000;
-export const DEFAULT_PLACEMENT_WAIT_MS = 3000;
+const resolvedHere = new WeakSet<object>();
+
+/** Turn a schema failure into one ConfigError naming the first option's path (and listing the rest). */
+export function optionsError(err: z.ZodError, prefix = ''): ConfigError {
+  const at = (i: z.core.$ZodIssue) => prefix + (i.path.length ? i.path.map(String).join('.') : '(options)');
+  const [first, ...rest] = err.issues;
+  const more = rest.slice(0, 7).map((i) => `; ${at(i)}: ${i.message}`).join('');
+  return new ConfigError(first ? at(first) : prefix || '(options)', `${first?.message ?? 'invalid'}${more}`);
+}
+
+/** `a` or its alias `b` (in ms), an issue when both are given and differ. */
+export function pickAlias(o: Record<string, unknown>, a: string, b: string, dflt: number, ctx: z.RefinementCtx): number {
+  const x = o[a] as number | undefined;
+  const y = o[b] as number | undefined;
+  if (x !== undefined && y !== undefined && x !== y) ctx.addIssue({ code: 'custom', path: [a], message: `give ${a} or ${b}, not both (${x} ms and ${y} ms)` });
+  return x ?? y ?? dflt;
+}
+
+export function resolveClusterFields(o: z.output<typeof ClusterOptionsSchema>, ctx: z.RefinementCtx): ResolvedClusterOptions {
+  return {
+    cluster: o.cluster ?? DEFAULT_CLUSTER_NAME,
+    deadAfterMs: pickAlias(o, 'deadAfter', 'deadAfterMs', DEFAULT_DEAD_AFTER_MS, ctx),
+    callTimeoutMs: pickAlias(o, 'callTimeout', 'callTimeoutMs', DEFAULT_CALL_TIMEOUT_MS, ctx),
+    spawnTimeoutMs: pickAlias(o, 'spawnTimeout', 'spawnTimeoutMs', DEFAULT_SPAWN_TIMEOUT_MS, ctx),
+    placementWaitMs: pickAlias(o, 'placementWait', 'placementWaitMs', DEFAULT_PLACEMENT_WAIT_MS, ctx),
+    maxInflight: o.maxInflight ?? DEFAULT_MAX_INFLIGHT,
+    objects: o.objects,
+    log: o.log,
+  };
+}
+
+const ResolveClusterSchema = ClusterOptionsSchema.transform((o, ctx) => resolveClusterFields(o, ctx));
+
+/** Mark resolved options, so a Cluster given them does not resolve them again. */
+export function markResolved<T extends ResolvedClusterOptions>(r: T): T {
+  resolvedHere.add(Object.freeze(r));
+  return r;
+}
+
+/**
+ * Validate cluster options and fill in the defaults, once; a bad value throws ConfigError with
+ * the option's path (`deadAfter: duration must be above 0 …`). Options already resolved pass.
+ */
+export function resolveClusterOptions(opts: ClusterOptions | ResolvedClusterOptions = {}): ResolvedClusterOptions {
+  if (resolvedHere.has(opts)) return opts as ResolvedClusterOptions;
+  const r = ResolveClusterSchema.safeParse(opts);
+  if (!r.success) throw optionsError(r.error);
+  return markResolved(r.data);
+}
 
 interface NodeView {
   hb: Heartbeat;
@@ -113,14 +204,15 @@ export class Cluster {
   private readonly log: (line: string) => void;
   private namedLocks = new Map<string, Promise<unknown>>();
 
-  constructor(readonly bus: Bus, opts: ClusterOptions = {}) {
-    this.name = opts.cluster ?? 'default';
-    if (!/^[A-Za-z0-9_-]+$/.test(this.name)) throw new ConfigError('cluster', `"${this.name}" is not a valid cluster name; use letters, digits, _ and -`);
-    this.deadAfter = opts.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS;
-    this.callTimeout = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-    this.spawnTimeout = opts.spawnTimeoutMs ?? DEFAULT_SPAWN_TIMEOUT_MS;
-    this.placementWait = opts.placementWaitMs ?? DEFAULT_PLACEMENT_WAIT_MS;
-    this.maxInflight = opts.maxInflight ?? DEFAULT_MAX_INFLIGHT;
+  /** `opts` are resolved here unless they come resolved (from init() or resolveClusterOptions()). */
+  constructor(readonly bus: Bus, options: ClusterOptions | ResolvedClusterOptions = {}) {
+    const opts = resolveClusterOptions(options);
+    this.name = opts.cluster;
+    this.deadAfter = opts.deadAfterMs;
+    this.callTimeout = opts.callTimeoutMs;
+    this.spawnTimeout = opts.spawnTimeoutMs;
+    this.placementWait = opts.placementWaitMs;
+    this.maxInflight = opts.maxInflight;
     this.log = opts.log ?? (() => {});
     if (opts.objects) this.objects = opts.objects;
     else if (bus instanceof NatsBus) this.objects = new JetStreamObjectStore(bus.nc, `hr1_${this.name}`);

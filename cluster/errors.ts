@@ -1,8 +1,50 @@
 /**
- * Typed errors of the cluster. Every error carries a `code` and the values involved as fields.
- * Errors that cross NATS or a worker boundary travel as {@link WireError} data and are re-raised
- * by {@link fromWire} as the same class, so `err instanceof ActorDiedError` holds on the caller.
+ * Typed errors of the cluster, and {@link Hr1Error}, the base of every error the project throws.
+ * Every error carries a literal `code` (one union per family), the values involved as fields, and
+ * `cause` where it wraps another. Cluster errors that cross NATS or a worker boundary travel as
+ * {@link WireError} data and are re-raised by {@link fromWire} as the same class, so
+ * `err instanceof ActorDiedError` holds on the caller. Domain families that opt into
+ * {@link Hr1Error.wireAs} `'task'` arrive as {@link ActorTaskError} with their code in `taskCode`.
  */
+
+/**
+ * The codes of the cluster's own errors: the classes below, the ad-hoc ones raised as a plain
+ * {@link Hr1Error} (`CLUSTER_CLOSED`, `NATS_SERVER_*`, object store), and the bus signals.
+ */
+export type ClusterErrorCode =
+  | 'ACTOR_DIED'
+  | 'ACTOR_INIT'
+  | 'ACTOR_TASK'
+  | 'CALL_TIMEOUT'
+  | 'BACKPRESSURE'
+  | 'UNKNOWN_ACTOR'
+  | 'UNKNOWN_METHOD'
+  | CodecErrorCode
+  | 'PLACEMENT'
+  | 'CONFIG'
+  | ConnectionErrorCode
+  | 'POOL_TASK'
+  | 'OBJECT_NOT_FOUND'
+  /** a call on a {@link Cluster} client after `close()` */
+  | 'CLUSTER_CLOSED'
+  /** no nats-server binary to start an embedded cluster */
+  | 'NATS_SERVER_MISSING'
+  /** a nats-server that did not come up */
+  | 'NATS_SERVER_START'
+  /** an object name outside the allowed alphabet */
+  | 'BAD_OBJECT_NAME'
+  /** no JetStream object store on the server */
+  | 'OBJECT_STORE_UNAVAILABLE'
+  /** bus signals (cluster/bus.ts), mapped to the classes above before they reach a caller */
+  | 'NO_RESPONDERS'
+  | 'TIMEOUT'
+  | 'BUS_CLOSED';
+
+/** Codes of {@link CodecError}. */
+export type CodecErrorCode = 'MALFORMED_MESSAGE' | 'SCHEMA_INVALID';
+
+/** Codes of {@link ConnectionError}. */
+export type ConnectionErrorCode = 'CONNECTION_REFUSED' | 'AUTH_REFUSED' | 'CONNECTION_CLOSED';
 
 /** The tagged form of an error on the wire. */
 export interface WireError {
@@ -16,6 +58,7 @@ export interface WireError {
   data?: Record<string, unknown> | undefined;
 }
 
+/** What every {@link Hr1Error} may carry besides its code and message. */
 export interface Hr1ErrorFields {
   actor?: string | undefined;
   method?: string | undefined;
@@ -26,10 +69,26 @@ export interface Hr1ErrorFields {
   cause?: unknown;
 }
 
-/** Base class of every error the project raises on purpose. */
-export class Hr1Error extends Error {
+/**
+ * How an error thrown by an actor handler crosses the wire: `'own'` travels under its own code
+ * (re-raised as the cluster class of that code, or a plain {@link Hr1Error}); `'task'` travels
+ * like any non-Hr1 error, as `ACTOR_TASK`, re-raised as {@link ActorTaskError} whose `taskCode`
+ * keeps the original code.
+ */
+export type WirePolicy = 'own' | 'task';
+
+/**
+ * Base class of every error the project raises on purpose, generic over its family's code union.
+ * A family is a subclass fixing `C`, e.g. `class EnvError extends Hr1Error<EnvErrorCode>`.
+ */
+export class Hr1Error<C extends string = string> extends Error {
+  /**
+   * The wire policy of this class (see {@link WirePolicy}). Families that were plain `Error`s
+   * before they joined Hr1Error say `'task'`, so callers keep catching {@link ActorTaskError}.
+   */
+  static readonly wireAs: WirePolicy = 'own';
   /** Stable machine-readable code, e.g. `ACTOR_DIED`. */
-  readonly code: string;
+  readonly code: C;
   readonly actor: string | undefined;
   readonly method: string | undefined;
   readonly node: string | undefined;
@@ -39,7 +98,7 @@ export class Hr1Error extends Error {
   readonly retryable: boolean;
   readonly data: Record<string, unknown> | undefined;
 
-  constructor(code: string, message: string, fields: Hr1ErrorFields = {}) {
+  constructor(code: C, message: string, fields: Hr1ErrorFields = {}) {
     super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
     this.name = new.target.name;
     this.code = code;
@@ -51,6 +110,7 @@ export class Hr1Error extends Error {
     this.data = fields.data;
   }
 
+  /** This error as wire data under its own code (what an `'own'` family sends). */
   toWire(): WireError {
     return {
       code: this.code,
@@ -66,70 +126,75 @@ export class Hr1Error extends Error {
 }
 
 /** The actor's process or node died (or it was killed) while the call was pending or before it. */
-export class ActorDiedError extends Hr1Error {
+export class ActorDiedError extends Hr1Error<'ACTOR_DIED'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('ACTOR_DIED', message, { retryable: true, ...fields });
   }
 }
 
 /** The actor's constructor (`create`) threw; the actor never started. Not a death. */
-export class ActorInitError extends Hr1Error {
+export class ActorInitError extends Hr1Error<'ACTOR_INIT'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('ACTOR_INIT', message, { retryable: false, ...fields });
   }
 }
 
 /** The handler ran and threw; the actor is alive. */
-export class ActorTaskError extends Hr1Error {
+export class ActorTaskError extends Hr1Error<'ACTOR_TASK'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('ACTOR_TASK', message, { retryable: false, ...fields });
+  }
+
+  /** The code of the domain error the handler threw (a `'task'` family), when it had one. */
+  get taskCode(): string | undefined {
+    return taskCodeOf(this.data);
   }
 }
 
 /** No reply within the call's timeout. */
-export class CallTimeoutError extends Hr1Error {
+export class CallTimeoutError extends Hr1Error<'CALL_TIMEOUT'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('CALL_TIMEOUT', message, { retryable: true, ...fields });
   }
 }
 
 /** A mailbox or a caller's pending-call limit is full. Back off and try again. */
-export class BackpressureError extends Hr1Error {
+export class BackpressureError extends Hr1Error<'BACKPRESSURE'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('BACKPRESSURE', message, { retryable: true, ...fields });
   }
 }
 
 /** No actor with that id or name exists in the cluster. */
-export class UnknownActorError extends Hr1Error {
+export class UnknownActorError extends Hr1Error<'UNKNOWN_ACTOR'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('UNKNOWN_ACTOR', message, { retryable: false, ...fields });
   }
 }
 
 /** The actor exists but has no such method. */
-export class UnknownMethodError extends Hr1Error {
+export class UnknownMethodError extends Hr1Error<'UNKNOWN_METHOD'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('UNKNOWN_METHOD', message, { retryable: false, ...fields });
   }
 }
 
 /** Bytes that are not valid msgpack, or a value that does not fit the method's schema. */
-export class CodecError extends Hr1Error {
-  constructor(code: 'MALFORMED_MESSAGE' | 'SCHEMA_INVALID', message: string, fields: Hr1ErrorFields = {}) {
+export class CodecError extends Hr1Error<CodecErrorCode> {
+  constructor(code: CodecErrorCode, message: string, fields: Hr1ErrorFields = {}) {
     super(code, message, { retryable: false, ...fields });
   }
 }
 
 /** No node satisfies an actor's resources and labels. */
-export class PlacementError extends Hr1Error {
+export class PlacementError extends Hr1Error<'PLACEMENT'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('PLACEMENT', message, { retryable: true, ...fields });
   }
 }
 
 /** A bad option or config value; the message names the option path and the fix. */
-export class ConfigError extends Hr1Error {
+export class ConfigError extends Hr1Error<'CONFIG'> {
   readonly path: string;
   constructor(path: string, message: string, fields: Hr1ErrorFields = {}) {
     super('CONFIG', path ? `${path}: ${message}` : message, fields);
@@ -138,27 +203,36 @@ export class ConfigError extends Hr1Error {
 }
 
 /** Could not reach or authenticate with the NATS server. */
-export class ConnectionError extends Hr1Error {
-  constructor(code: 'CONNECTION_REFUSED' | 'AUTH_REFUSED' | 'CONNECTION_CLOSED', message: string, fields: Hr1ErrorFields = {}) {
+export class ConnectionError extends Hr1Error<ConnectionErrorCode> {
+  constructor(code: ConnectionErrorCode, message: string, fields: Hr1ErrorFields = {}) {
     super(code, message, fields);
   }
 }
 
 /** A worker-pool task threw inside its worker thread. */
-export class PoolTaskError extends Hr1Error {
+export class PoolTaskError extends Hr1Error<'POOL_TASK'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('POOL_TASK', message, fields);
   }
+
+  /** The code of the error the task threw in its worker thread (`POOL_TASK` for a plain Error). */
+  get taskCode(): string | undefined {
+    return taskCodeOf(this.data);
+  }
+}
+
+function taskCodeOf(data: Record<string, unknown> | undefined): string | undefined {
+  return typeof data?.taskCode === 'string' ? data.taskCode : undefined;
 }
 
 /** An object store lookup missed. */
-export class ObjectNotFoundError extends Hr1Error {
+export class ObjectNotFoundError extends Hr1Error<'OBJECT_NOT_FOUND'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('OBJECT_NOT_FOUND', message, fields);
   }
 }
 
-const byCode: Record<string, new (message: string, fields: Hr1ErrorFields) => Hr1Error> = {
+const byCode: Partial<Record<ClusterErrorCode, new (message: string, fields: Hr1ErrorFields) => Hr1Error>> = {
   ACTOR_DIED: ActorDiedError,
   ACTOR_INIT: ActorInitError,
   ACTOR_TASK: ActorTaskError,
@@ -182,17 +256,28 @@ export function fromWire(w: WireError): Hr1Error {
     data: w.data,
   };
   if (w.code === 'MALFORMED_MESSAGE' || w.code === 'SCHEMA_INVALID') return new CodecError(w.code, w.message, fields);
-  const Cls = byCode[w.code];
+  const Cls = byCode[w.code as ClusterErrorCode];
   return Cls ? new Cls(w.message, fields) : new Hr1Error(w.code, w.message, fields);
 }
 
-/** The wire form of any thrown value; non-Hr1 errors become `ACTOR_TASK`-style data under `code`. */
+/**
+ * The wire form of any thrown value. An `'own'` Hr1Error keeps its code; a `'task'` Hr1Error and
+ * any other value travel under `fallbackCode` (e.g. `ACTOR_TASK`), a `'task'` error's own code
+ * in `data.taskCode` (what {@link ActorTaskError.taskCode} reads).
+ */
 export function toWire(err: unknown, fallbackCode: string, fields: Hr1ErrorFields = {}): WireError {
   if (err instanceof Hr1Error) {
-    const w = err.toWire();
-    return { ...w, actor: w.actor ?? fields.actor, method: w.method ?? fields.method, node: w.node ?? fields.node };
+    if ((err.constructor as typeof Hr1Error).wireAs === 'own') {
+      const w = err.toWire();
+      return { ...w, actor: w.actor ?? fields.actor, method: w.method ?? fields.method, node: w.node ?? fields.node };
+    }
+    // exactly what a plain Error sent before its family joined Hr1Error, plus its code
+    return { ...plainWire(err, fallbackCode, fields), data: { ...fields.data, taskCode: err.code } };
   }
-  const e = err instanceof Error ? err : new Error(String(err));
+  return plainWire(err instanceof Error ? err : new Error(String(err)), fallbackCode, fields);
+}
+
+function plainWire(e: Error, fallbackCode: string, fields: Hr1ErrorFields): WireError {
   return {
     code: fallbackCode,
     message: e.message,

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Hr1Error } from './errors.ts';
+import { Hr1Error, type ClusterErrorCode } from './errors.ts';
 
 /** Where nats-server is looked for: `$HR1_NATS_SERVER`, then PATH, then Debian's /usr/sbin. */
 export function findNatsServer(): string | undefined {
@@ -70,7 +70,7 @@ export class NatsServer {
   /** Start nats-server and wait until it accepts connections. */
   static async start(opts: NatsServerOptions = {}): Promise<NatsServer> {
     const bin = findNatsServer();
-    if (!bin) throw new Hr1Error('NATS_SERVER_MISSING', 'nats-server not found; install it (`apt-get install -y nats-server`) or set HR1_NATS_SERVER to its path');
+    if (!bin) throw new Hr1Error<ClusterErrorCode>('NATS_SERVER_MISSING', 'nats-server not found; install it (`apt-get install -y nats-server`) or set HR1_NATS_SERVER to its path');
     const s = new NatsServer(bin, opts.port ?? (await freePort()), opts);
     await s.launch();
     return s;
@@ -96,7 +96,7 @@ export class NatsServer {
       await new Promise((r) => setTimeout(r, 25));
     }
     child.kill('SIGKILL');
-    throw new Hr1Error('NATS_SERVER_START', `nats-server did not start on port ${this.port}: ${this.stderr.trim().split('\n').slice(-3).join(' | ') || 'no output'}`);
+    throw new Hr1Error<ClusterErrorCode>('NATS_SERVER_START', `nats-server did not start on port ${this.port}: ${this.stderr.trim().split('\n').slice(-3).join(' | ') || 'no output'}`, { data: { port: this.port } });
   }
 
   /** Stop the server (SIGTERM, then SIGKILL). */

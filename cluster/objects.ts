@@ -1,6 +1,6 @@
 import type { NatsConnection, ObjectStore as NatsOS } from 'nats';
 import { createHash } from 'node:crypto';
-import { Hr1Error, ObjectNotFoundError } from './errors.ts';
+import { Hr1Error, ObjectNotFoundError, type ClusterErrorCode } from './errors.ts';
 
 export interface ObjectInfo {
   name: string;
@@ -28,7 +28,7 @@ function sha(data: Uint8Array): string {
 }
 
 function checkName(name: string): void {
-  if (!/^[A-Za-z0-9_.\/=-]{1,200}$/.test(name)) throw new Hr1Error('BAD_OBJECT_NAME', `object name "${name}" is not allowed; use letters, digits and _ . / = - (at most 200)`);
+  if (!/^[A-Za-z0-9_.\/=-]{1,200}$/.test(name)) throw new Hr1Error<ClusterErrorCode>('BAD_OBJECT_NAME', `object name "${name}" is not allowed; use letters, digits and _ . / = - (at most 200)`, { data: { name } });
 }
 
 /** In-process store: a map of copies. */
@@ -71,7 +71,7 @@ export class JetStreamObjectStore implements ObjectStore {
       .views.os(this.bucket)
       .catch((e: unknown) => {
         this.os = undefined;
-        throw new Hr1Error('OBJECT_STORE_UNAVAILABLE', `cannot open the JetStream object store "${this.bucket}": ${(e as Error).message}; start nats-server with JetStream enabled (-js)`, { cause: e });
+        throw new Hr1Error<ClusterErrorCode>('OBJECT_STORE_UNAVAILABLE', `cannot open the JetStream object store "${this.bucket}": ${(e as Error).message}; start nats-server with JetStream enabled (-js)`, { cause: e });
       });
     return this.os;
   }

@@ -8,8 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createHash } from 'node:crypto';
 import { pack, unpack } from '../cluster/codec.ts';
-import { canonicalJson } from '../harness/index.ts';
-import type { EpisodeRecord } from '../harness/index.ts';
+import { EpisodeRecordSchema, canonicalJson, type EpisodeRecord } from '../harness/index.ts';
 
 /** Everything that decides an episode's result. */
 export interface EpisodeKey {
@@ -47,14 +46,25 @@ export class EpisodeCache {
     this.putStmt = this.db.prepare('INSERT OR REPLACE INTO episodes (key, env, task, seed, target, patch, record, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
   }
 
+  /**
+   * The record stored under `key`, checked against the record schema; a row that does not hold
+   * a record of today's shape (written by an older version, or damaged) counts as a miss, and
+   * the episode is run again and stored over it.
+   */
   get(key: string): EpisodeRecord | undefined {
     const row = this.getStmt.get(key) as { record: Buffer } | undefined;
-    if (!row) {
-      this.misses++;
-      return undefined;
+    let rec: EpisodeRecord | undefined;
+    if (row) {
+      try {
+        const r = EpisodeRecordSchema.safeParse(unpack(row.record));
+        if (r.success) rec = r.data;
+      } catch {
+        // not msgpack: a miss
+      }
     }
-    this.hits++;
-    return unpack(row.record) as EpisodeRecord;
+    if (rec === undefined) this.misses++;
+    else this.hits++;
+    return rec;
   }
 
   put(key: string, k: EpisodeKey, rec: EpisodeRecord): void {

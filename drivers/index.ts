@@ -13,8 +13,6 @@ export {
   DEFAULT_VALIDATOR_DIR,
   DEFAULT_TARGETS,
   DEFAULT_ENVS,
-  TRAIN_SPLITS,
-  HELDOUT_SPLITS,
   generateOutcomes,
   readOutcomes,
   outcomesKey,

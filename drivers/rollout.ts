@@ -7,18 +7,21 @@ import { createHash } from 'node:crypto';
 import type { ActorRef, Cluster, Handle } from '../cluster/client.ts';
 import { EnvActor } from '../actors/env.ts';
 import { ActorDiedError, BackpressureError, CallTimeoutError, Hr1Error } from '../cluster/errors.ts';
-import { baseHarness, composeHarness, harnessVersion, patchHash, toPatch, type EpisodeRecord } from '../harness/index.ts';
+import { baseHarness, composeHarness, harnessVersion, parsedPatch, type EpisodeRecord, type ParsedPatch } from '../harness/index.ts';
 import { episodeKey, type EpisodeCache, type EpisodeKey } from './episode-cache.ts';
-import type { EnvOptions } from '../envs/registry.ts';
-import { TargetActor, type EpisodeRef } from '../actors/target.ts';
+import { envDescriptor, type EnvOptions } from '../envs/registry.ts';
+import { TargetActor, wirePatch, type EpisodeRef } from '../actors/target.ts';
 import { SIM_VERSION } from '../policies/targets/sim/sim.ts';
 import { resolveConfig } from '../policies/targets/lm/zoo.ts';
 
 export interface RolloutSpec {
   env: string;
   target: string;
-  /** a patch over the base harness; null or absent = vanilla */
-  patch?: unknown;
+  /**
+   * a patch over the base harness: a ParsedPatch (from parsedPatch(); used as it is) or any
+   * patch-shaped value (validated once here); null or absent = vanilla
+   */
+  patch?: ParsedPatch | unknown;
   episodes: EpisodeRef[];
   envOptions?: EnvOptions;
 }
@@ -65,14 +68,23 @@ export async function targetGroup(cluster: Cluster, target: string, opts: { repl
 }
 
 /** The named EnvActor replica group for an env (get-or-create, restarted on node loss). */
-export async function envGroup(cluster: Cluster, env: 'alfworld' | 'webshop', replicas: number, threads: number): Promise<Handle<typeof EnvActor.def.protocol>> {
+export async function envGroup(cluster: Cluster, env: string, replicas: number, threads: number): Promise<Handle<typeof EnvActor.def.protocol>> {
   return cluster.spawn(EnvActor.options({ name: `env-${env}-r${replicas}-t${threads}`, replicas, maxRestarts: -1, maxConcurrency: 4096, maxPending: 65_536 }), { env, threads });
 }
 
 /** Keys of a rollout's episodes (for the cache and for reports). */
 export function rolloutKeys(spec: RolloutSpec): { keys: EpisodeKey[]; hashes: string[]; patchHash: string } {
-  const harness = spec.patch === null || spec.patch === undefined ? baseHarness() : composeHarness(baseHarness(), spec.patch);
-  const ph = spec.patch === null || spec.patch === undefined ? '' : patchHash(toPatch(spec.patch));
+  return keysOf(spec, specPatch(spec));
+}
+
+/** The spec's patch, parsed once (a ParsedPatch passes as it is), or null for vanilla; HARNESS_BAD_PATCH with field paths otherwise. */
+function specPatch(spec: RolloutSpec): ParsedPatch | null {
+  return spec.patch === null || spec.patch === undefined ? null : parsedPatch(spec.patch);
+}
+
+function keysOf(spec: RolloutSpec, patch: ParsedPatch | null): { keys: EpisodeKey[]; hashes: string[]; patchHash: string } {
+  const harness = patch === null ? baseHarness() : composeHarness(baseHarness(), patch);
+  const ph = patch === null ? '' : patch.hash;
   const hv = harnessVersion(harness);
   const envOptions = Object.fromEntries(Object.entries(spec.envOptions ?? {}).filter(([, v]) => v !== undefined));
   // a SIMULATED target's behaviour is code: its version is part of what decides the episode
@@ -93,9 +105,10 @@ function lmHash(name: string): string {
 export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: RolloutOptions = {}): Promise<RolloutResult> {
   const t0 = performance.now();
   if (spec.episodes.length === 0) throw new Hr1Error('EMPTY_ROLLOUT', 'a rollout needs at least one (task, seed) episode');
-  // validate the patch here, once, with field paths in the error
-  if (spec.patch !== null && spec.patch !== undefined) toPatch(spec.patch);
-  const { keys, hashes } = rolloutKeys(spec);
+  // the patch is validated and canonicalised here, once (not at all when it is a ParsedPatch), with field paths in the error
+  const patch = specPatch(spec);
+  const { keys, hashes } = keysOf(spec, patch);
+  const wire = patch === null ? null : wirePatch(patch);
   const records = new Array<EpisodeRecord | undefined>(spec.episodes.length);
   let cached = 0;
   if (opts.cache) {
@@ -115,7 +128,7 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
   let resent = 0;
   if (todo.length > 0) {
     const replicas = opts.replicas ?? 1;
-    const envActor = (opts.envActors ?? 0) > 0 && spec.env === 'alfworld' ? (await envGroup(cluster, 'alfworld', opts.envActors!, opts.envActorThreads ?? 2)).ref : undefined;
+    const envActor = (opts.envActors ?? 0) > 0 && envDescriptor(spec.env).pooled ? (await envGroup(cluster, spec.env, opts.envActors!, opts.envActorThreads ?? 2)).ref : undefined;
     const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency: opts.concurrency ?? 16, ...(envActor ? { envActor } : {}) });
     const size = opts.chunk ?? 8;
     const chunks: { e: EpisodeRef; i: number }[][] = [];
@@ -130,12 +143,12 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
           if (!c) return;
           for (let attempt = 0; ; attempt++) {
             try {
-              const r = await group.rollout({ env: spec.env, envOptions: spec.envOptions ?? {}, patch: spec.patch ?? null, episodes: c.map((x) => x.e) }, { timeout: opts.timeout ?? '10m' });
+              const r = await group.rollout({ env: spec.env, envOptions: spec.envOptions ?? {}, patch: wire, episodes: c.map((x) => x.e) }, { timeout: opts.timeout ?? '10m' });
               nodes.add(r.node);
               r.records.forEach((rec, j) => {
                 const i = c[j]!.i;
-                records[i] = rec as unknown as EpisodeRecord;
-                opts.cache?.put(hashes[i]!, keys[i]!, rec as unknown as EpisodeRecord);
+                records[i] = rec;
+                opts.cache?.put(hashes[i]!, keys[i]!, rec);
               });
               done += c.length;
               opts.onProgress?.({ done, total, cached });

@@ -12,7 +12,9 @@ import { Rng } from '../cluster/rng.ts';
 import type { EpisodeCache } from './episode-cache.ts';
 import { canonicalJson, patchHash, toPatch, type Patch } from '../harness/index.ts';
 import { EOS_ID, PATCH_OPEN_ID, allowedNext, extractPacket, packetHash, teacherPropose, tokensToPatch, MissingEvaluationError } from '../policies/engineer/index.ts';
-import { baseRecords, makeBatches, rewardGroup } from './index.ts';
+import { baseRecords, rewardGroup } from './reward.ts';
+import { makeBatches } from './sft-dataset.ts';
+import { envDescriptor } from '../envs/registry.ts';
 import { candidateFeatures, FEATURE_VERSION } from '../policies/scorer/features.ts';
 import { ValidatorError } from '../policies/scorer/errors.ts';
 
@@ -21,8 +23,6 @@ export const OUTCOME_ROW_KIND = 'hr1-validator-outcome/1';
 /** Where datasets and models live by default. @default '.hr1/validator' */
 export const DEFAULT_VALIDATOR_DIR = '.hr1/validator';
 /** Training splits (the engineer's) and held-out splits (the learning report's). */
-export const TRAIN_SPLITS: Record<string, string> = { alfworld: 'valid_train', dbbench: 'v0.2/standard', webshop: 'train' };
-export const HELDOUT_SPLITS: Record<string, string> = { alfworld: 'valid_seen', dbbench: 'v0.2/dev', webshop: 'dev' };
 
 /** One logged candidate outcome. */
 export interface OutcomeRow {
@@ -179,17 +179,18 @@ export async function generateOutcomes(o: OutcomeOptions): Promise<{ rows: Outco
   }
   const rows: OutcomeRow[] = [];
   let missing = 0;
-  const parts: ['train' | 'heldout', number, Record<string, string>, number][] = [
-    ['train', r.trainBatches, TRAIN_SPLITS, r.seed],
-    ['heldout', r.heldoutBatches, HELDOUT_SPLITS, r.seed + 1000],
+  const parts: ['train' | 'heldout', number, number][] = [
+    ['train', r.trainBatches, r.seed],
+    ['heldout', r.heldoutBatches, r.seed + 1000],
   ];
   const total = r.targets.length * r.envs.length * (r.trainBatches + r.heldoutBatches);
   let done = 0;
-  for (const [part, count, splits, bseed] of parts) {
+  for (const [part, count, bseed] of parts) {
     if (count === 0) continue;
     for (const env of r.envs) {
-      const split = splits[env];
-      const batches = makeBatches(env, { count, size: r.size, seed: bseed, ...(split ? { split } : {}) });
+      const s = envDescriptor(env).splits;
+      const split = part === 'train' ? s.train : s.heldout;
+      const batches = makeBatches(env, { count, size: r.size, seed: bseed, split });
       for (const target of r.targets) {
         for (let b = 0; b < batches.length; b++) {
           const episodes = batches[b]!;
@@ -221,7 +222,7 @@ export async function generateOutcomes(o: OutcomeOptions): Promise<{ rows: Outco
               part,
               env,
               target,
-              split: split ?? '',
+              split,
               batch: b,
               batchSeed: episodes[0]?.seed ?? bseed + b,
               packetHash: ph,

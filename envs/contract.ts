@@ -84,3 +84,71 @@ export class EnvError extends Hr1Error {
     super(code, message, fields);
   }
 }
+
+// ---------------------------------------------------------------- env descriptors (the registry's entries)
+
+/** Env options that travel with a rollout request (plain data); each env reads the ones it declares. */
+export interface EnvOptions {
+  /** a user's own data: ALFWorld a json_2.1.1-layout dir; DBBench an AgentBench jsonl; WebShop a dir */
+  data?: string | undefined;
+  /** ALFWorld: react (49 steps, default) or agentbench (35 steps, AVAILABLE ACTIONS, snapping) */
+  protocol?: 'react' | 'agentbench' | undefined;
+  /** DBBench: sqlite (default) or mysql://… */
+  db?: string | undefined;
+}
+
+/** The names of {@link EnvOptions}, for a descriptor to say which it reads. */
+export type EnvOptionName = keyof EnvOptions;
+
+/** A metric an env reports per episode: `success` (won, 0/1) or `score` (the env's reward in [0, 1]). */
+export type EnvMetric = 'success' | 'score';
+
+/** The task splits of an env and the role each plays. */
+export interface EnvSplits {
+  /** every split name `listTasks` accepts, for help texts and errors */
+  readonly names: readonly string[];
+  /** where packets, SFT data, GRPO batches and scorer data come from */
+  readonly train: string;
+  /** the held-out split: `hr1 eval`'s default, held-out batches of the learning bench and the scorer */
+  readonly heldout: string;
+  /** the splits experiments score patches on (held out from `train`) */
+  readonly test: readonly string[];
+}
+
+/**
+ * One env, as the rest of the project sees it: everything a table keyed by env used to hold.
+ * Each env folder exports one (`envs/<name>/descriptor.ts`); envs/registry.ts lists them.
+ */
+export interface EnvDescriptor {
+  /** the name in specs, configs, subjects and records ("alfworld") */
+  readonly name: string;
+  /** the name in report tables ("ALFWorld") */
+  readonly title: string;
+  /** the column of the env in report tables (the paper's order: ALFWorld, WebShop, DBBench) */
+  readonly column: number;
+  readonly splits: EnvSplits;
+  /** the metrics reported per env; the first is the primary one (used in averages) */
+  readonly metrics: readonly [EnvMetric, ...EnvMetric[]];
+  /** the {@link EnvOptions} this env reads; others are refused with a clear error */
+  readonly options: readonly EnvOptionName[];
+  /** the benchmark's instruction the model starts from */
+  readonly instructions: string;
+  /** whether sessions give admissible actions (ctx.admissible) */
+  readonly admissible: boolean;
+  /** whether sessions answer `expert()` with the oracle's next action (experts, teachers, sims) */
+  readonly expert: boolean;
+  /** a pool worker module (exports `tasks`) that EnvActor pools load; absent: the env has no worker */
+  readonly worker?: string | undefined;
+  /** whether `session(…, stepper)` steps through a pool of `worker` (TargetActor env threads, EnvActors) */
+  readonly pooled: boolean;
+  /** the most decisions of an episode under these options (the benchmark's step limit) */
+  maxSteps(opts: EnvOptions): number;
+  /** read a model's text as an action (the session's parse, without a session) */
+  parseAction(text: string): ParsedAction;
+  /** task ids of a split, in a stable order; throws `UNKNOWN_SPLIT` naming the splits */
+  listTasks(split: string, opts: EnvOptions): string[];
+  /** the options a rollout of these tasks travels with, from the caller's (absent: the caller's as they are) */
+  rolloutOptions?(taskIds: readonly string[], base: EnvOptions): EnvOptions;
+  /** a session factory for one task; with `stepper` (and a `worker`), steps run in that pool */
+  session(taskId: string, opts: EnvOptions, stepper?: Stepper): EnvFactory;
+}

@@ -1,75 +1,87 @@
 /**
- * The envs as the harness sees them: task lists and session factories by env name, so actors
- * can open any task from a plain-data request.
+ * The env registry: one descriptor per env, listed in one place. Every table that used to be
+ * keyed by env name (splits and their roles, metrics, options, workers, titles) reads it.
+ *
+ * Adding an env is one folder (envs/<name>/ with a `descriptor.ts`) and one line in
+ * {@link BUILTIN_ENVS}; code outside the project (a user's module, a test) calls
+ * {@link registerEnv} instead.
+ *
+ * @example
+ * const d = envDescriptor('alfworld');
+ * const ids = listTasks('alfworld', d.splits.train);
+ * const factory = envFactory('alfworld', ids[0]!);
  */
-import { Hr1Error } from '../cluster/errors.ts';
-import { loadGames } from './alfworld/index.ts';
-import { getTask, loadTasks, SHIPPED_SETS } from './dbbench/index.ts';
-import { alfworldEnv, dbbenchEnv, webshopEnv, type EnvFactory } from '../harness/index.ts';
-import { loadWebshop } from './webshop/index.ts';
-import type { Stepper } from '../actors/env.ts';
-import { pooledAlfworldEnv } from './alfworld/pooled-session.ts';
+import { EnvError, type EnvDescriptor, type EnvFactory, type EnvOptions, type Stepper } from './contract.ts';
+import { alfworld } from './alfworld/descriptor.ts';
+import { dbbench } from './dbbench/descriptor.ts';
+import { webshop } from './webshop/descriptor.ts';
 
-export const ENV_NAMES = ['alfworld', 'dbbench', 'webshop'] as const;
-export type EnvName = (typeof ENV_NAMES)[number];
+export type { EnvDescriptor, EnvOptions, EnvSplits, EnvMetric, EnvOptionName } from './contract.ts';
 
-/** Env options that travel with a rollout request (plain data). */
-export interface EnvOptions {
-  /** ALFWorld: a user's json_2.1.1-layout dir; DBBench: an AgentBench jsonl */
-  data?: string | undefined;
-  /** ALFWorld: react (49 steps, default) or agentbench (35 steps, AVAILABLE ACTIONS, snapping); WebShop uses react (15 steps) */
-  protocol?: 'react' | 'agentbench' | undefined;
-  /** DBBench: sqlite (default) or mysql://… */
-  db?: string | undefined;
+/** The envs that ship with the project, in their canonical order (configs' default order). */
+export const BUILTIN_ENVS = { alfworld, dbbench, webshop } as const;
+
+/** The name of a shipped env. Envs registered at run time are plain strings (see {@link registerEnv}). */
+export type EnvName = keyof typeof BUILTIN_ENVS;
+
+/** The shipped envs' names, in canonical order. Feature layouts and vocabularies that must not change with registrations read this. */
+export const ENV_NAMES = Object.keys(BUILTIN_ENVS) as readonly EnvName[];
+
+const REGISTRY = new Map<string, EnvDescriptor>(Object.entries(BUILTIN_ENVS));
+
+/**
+ * Add an env at run time (a user's env module, a test's fake env). Every command that imports the
+ * module (`hr1 eval --module FILE`, `hr1 node --module FILE`) sees it like a shipped env.
+ */
+export function registerEnv(d: EnvDescriptor): void {
+  if (!/^[a-z][a-z0-9-]*$/.test(d.name)) throw new EnvError('ENV_BAD_OPTION', `an env name is lowercase letters, digits and "-", starting with a letter; got "${d.name}"`, { data: { env: d.name } });
+  const had = REGISTRY.get(d.name);
+  if (had && had !== d) throw new EnvError('ENV_EXISTS', `env "${d.name}" is already registered; pick another name`, { data: { env: d.name } });
+  REGISTRY.set(d.name, d);
 }
 
-/** Default task split per env. */
-export const DEFAULT_SPLIT: Record<EnvName, string> = { alfworld: 'valid_seen', dbbench: 'v0.2/dev', webshop: 'dev' };
-
-function unknownEnv(env: string): Hr1Error {
-  return new Hr1Error('UNKNOWN_ENV', `unknown env "${env}"; choose one of ${ENV_NAMES.join(', ')}`, { data: { env } });
+/** Every env known in this process: the shipped ones first, then registered ones, in order. */
+export function envNames(): string[] {
+  return [...REGISTRY.keys()];
 }
 
-/** Task ids of a split, in a stable order. */
-export function listTasks(env: string, split?: string, opts: EnvOptions = {}): string[] {
-  if (env === 'alfworld') {
-    const s = split ?? DEFAULT_SPLIT.alfworld;
-    const games = loadGames(opts.data ? { dataDir: opts.data } : {}).games;
-    const ids = games.filter((g) => s === 'all' || g.split === s).map((g) => g.id);
-    if (ids.length === 0) throw new Hr1Error('UNKNOWN_SPLIT', `alfworld has no games in split "${s}"; use valid_seen, valid_train or all`);
-    return ids;
-  }
-  if (env === 'dbbench') {
-    const s = opts.data ?? split ?? DEFAULT_SPLIT.dbbench;
-    if (!opts.data && !(s in SHIPPED_SETS)) throw new Hr1Error('UNKNOWN_SPLIT', `dbbench has no split "${s}"; use ${Object.keys(SHIPPED_SETS).join(', ')} or --data FILE`);
-    return loadTasks({ file: s }).map((t) => t.id);
-  }
-  if (env === 'webshop') {
-    const s = split ?? DEFAULT_SPLIT.webshop;
-    const goals = loadWebshop(opts.data ? { dataDir: opts.data } : {}).goals;
-    const ids = goals.filter((g) => s === 'all' || g.split === s).map((g) => g.id);
-    if (ids.length === 0) throw new Hr1Error('UNKNOWN_SPLIT', `webshop has no goals in split "${s}"; use train, dev, test or all`);
-    return ids;
-  }
-  throw unknownEnv(env);
+/** Whether `name` is a known env. */
+export function isEnvName(name: string): boolean {
+  return REGISTRY.has(name);
 }
 
-/** A session factory for one task. With `pool`, ALFWorld steps run in the worker pool. */
-export function envFactory(env: string, taskId: string, opts: EnvOptions = {}, pool?: Stepper): EnvFactory {
-  if (env === 'alfworld') {
-    const game = loadGames(opts.data ? { dataDir: opts.data } : {}).get(taskId);
-    const o = { protocol: opts.protocol ?? 'react' } as const;
-    return pool ? pooledAlfworldEnv(game, pool, o) : alfworldEnv(game, o);
-  }
-  if (env === 'dbbench') {
-    if (opts.data) loadTasks({ file: opts.data });
-    else {
-      // a fresh process knows no tasks yet: shipped ids start with their set ("v0.2/dev/7")
-      const set = Object.keys(SHIPPED_SETS).find((s) => taskId.startsWith(`${s}/`));
-      if (set) loadTasks({ file: set });
+/** The descriptor of an env; throws `UNKNOWN_ENV` naming the known ones. */
+export function envDescriptor(name: string): EnvDescriptor {
+  const d = REGISTRY.get(name);
+  if (!d) throw new EnvError('UNKNOWN_ENV', `unknown env "${name}"; choose one of ${envNames().join(', ')}`, { data: { env: name } });
+  return d;
+}
+
+/** Envs in report-table order (the paper's: ALFWorld, WebShop, DBBench), of those given. */
+export function inReportOrder(envs: readonly string[]): string[] {
+  return envs.filter(isEnvName).sort((a, b) => envDescriptor(a).column - envDescriptor(b).column || a.localeCompare(b));
+}
+
+/** Check that `opts` holds only options the env reads; returns them. */
+export function checkEnvOptions(env: string, opts: EnvOptions): EnvOptions {
+  const d = envDescriptor(env);
+  for (const [k, v] of Object.entries(opts)) {
+    if (v === undefined) continue;
+    if (!(d.options as readonly string[]).includes(k)) {
+      throw new EnvError('ENV_BAD_OPTION', `${env} does not read the option "${k}"; it reads ${d.options.join(', ') || 'no options'}`, { data: { env, option: k } });
     }
-    return dbbenchEnv(getTask(taskId), opts.db ? { db: opts.db } : {});
   }
-  if (env === 'webshop') return webshopEnv(taskId, opts.data ? { dataDir: opts.data } : {});
-  throw unknownEnv(env);
+  return opts;
+}
+
+/** Task ids of a split (default: the env's held-out split), in a stable order. */
+export function listTasks(env: string, split?: string, opts: EnvOptions = {}): string[] {
+  const d = envDescriptor(env);
+  return d.listTasks(split ?? d.splits.heldout, opts);
+}
+
+/** A session factory for one task. With `pool` (and an env whose sessions can be pooled), steps run in the pool. */
+export function envFactory(env: string, taskId: string, opts: EnvOptions = {}, pool?: Stepper): EnvFactory {
+  const d = envDescriptor(env);
+  return d.session(taskId, opts, d.pooled ? pool : undefined);
 }

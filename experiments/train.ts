@@ -17,15 +17,14 @@ import { Learner } from '../actors/learner.ts';
 import { EpisodeCache, rollout } from '../drivers/index.ts';
 import { buildSftDataset, makeBatches, rewardGroup } from '../drivers/index.ts';
 import { extractPacket } from '../policies/engineer/index.ts';
+import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson } from '../harness/index.ts';
 import { ValueModel, rankCandidates } from '../policies/scorer/index.ts';
 import { BOS_ID, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PAD_ID, engineerPromptTokens, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 
-export const TRAIN_SPLIT: Record<string, string> = { alfworld: 'valid_train', dbbench: 'v0.2/standard', webshop: 'train' };
-
 export const TrainConfigSchema = z
   .object({
-    env: z.enum(['alfworld', 'dbbench', 'webshop']).default('alfworld'),
+    env: z.string().refine(isEnvName, { error: () => `must be one of ${envNames().join(', ')}` }).default('alfworld'),
     target: z.string().default('sim/llama-3b'),
     seed: z.number().int().default(0),
     /** tasks per batch B (the reference used 10) */
@@ -134,7 +133,7 @@ interface ResumeState {
  * are the ones the uninterrupted run makes (on the CPU).
  */
 export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l: string) => void = (l) => process.stderr.write(`${l}\n`), opts: { resume?: boolean } = {}): Promise<TrainResult> {
-  const split = cfg.split ?? TRAIN_SPLIT[cfg.env]!;
+  const split = cfg.split ?? envDescriptor(cfg.env).splits.train;
   const hash = createHash('sha256').update(canonicalJson(cfg)).digest('hex').slice(0, 10);
   const out = cfg.out ?? join('runs', `train-${cfg.env}-${hash}`);
   mkdirSync(join(out, 'checkpoints'), { recursive: true });

@@ -2,6 +2,9 @@
  * Typed errors of the harness. Each carries a stable `code`, the values involved in `details`,
  * and a message that says what to do.
  */
+import { Hr1Error } from '../cluster/errors.ts';
+
+/** Codes of {@link HarnessError}. */
 export type HarnessErrorCode =
   | 'HARNESS_BAD_OPTION'
   | 'HARNESS_BAD_PATCH'
@@ -13,14 +16,15 @@ export type HarnessErrorCode =
   | 'HARNESS_MODEL_FAILED'
   | 'HARNESS_ENV_FAILED';
 
-export class HarnessError extends Error {
+/** An error of the harness layer; `details` holds the values involved. */
+export class HarnessError extends Hr1Error<HarnessErrorCode> {
+  /** thrown in an actor handler, it still arrives as ActorTaskError (code in `taskCode`) */
+  static override readonly wireAs = 'task';
   override readonly name = 'HarnessError';
-  readonly code: HarnessErrorCode;
   readonly details: Record<string, unknown>;
 
   constructor(code: HarnessErrorCode, message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
+    super(code, message, { cause: options?.cause });
     this.details = details;
   }
 }

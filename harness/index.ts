@@ -1,10 +1,11 @@
 /**
  * The target agent's harness: the episode runtime with four hooks (init, preDecision, preAction,
- * postFeedback), the patch language (skills, typed rules, sandboxed code hooks), its validator,
- * and the env adapters.
+ * postFeedback), the patch language (skills, typed rules, sandboxed code hooks) and its checker.
+ * Envs reach it only through the env contract (envs/contract.ts); their sessions live under envs/.
  *
  * @example
- * import { alfworldEnv, baseHarness, composeHarness, expertModel, runEpisode } from './harness/index.ts';
+ * import { baseHarness, composeHarness, expertModel, runEpisode } from './harness/index.ts';
+ * import { alfworldEnv } from './envs/alfworld/index.ts';
  * const h = composeHarness(baseHarness(), { rules: [{ hook: 'preDecision', when: { pred: 'nothingHappens' }, effect: { type: 'hint', message: 'Try another action.' } }] });
  * const rec = await runEpisode(alfworldEnv(game), { model: expertModel(), harness: h, seed: 0 });
  */
@@ -70,6 +71,9 @@ export {
   canonicalPatch,
   patchHash,
   toPatch,
+  parsedPatch,
+  isParsedPatch,
+  patchFromCanonical,
   baseHarness,
   composeHarness,
   removePatch,
@@ -78,7 +82,19 @@ export {
   HARNESS_RUNTIME_VERSION,
   type Harness,
   type Layer,
+  type ParsedPatch,
 } from './canonical.ts';
+export {
+  EpisodeRecordSchema,
+  StepRecordSchema,
+  HookAccountSchema,
+  HookCountersSchema,
+  PredicatesSchema,
+  OutcomeSchema,
+  NotebookSchema,
+  EpisodeStatusSchema,
+  EPISODE_STATUSES,
+} from './record.ts';
 export {
   CodeSandbox,
   sandboxModule,
@@ -105,9 +121,6 @@ export {
   type RunOptions,
 } from './runtime.ts';
 export { scriptedModel, expertModel } from './models.ts';
-export { alfworldEnv, parseAlfworldAction, ALFWORLD_INSTRUCTIONS, type AlfworldEnvOptions } from '../envs/alfworld/session.ts';
-export { webshopEnv, parseWebshopAction, WEBSHOP_INSTRUCTIONS, type WebshopEnvOptions } from '../envs/webshop/session.ts';
-export { dbbenchEnv, parseDbbenchAction, SQL_ERROR, type DbbenchEnvOptions } from '../envs/dbbench/session.ts';
 export {
   validatePatch,
   checkPatchFile,

@@ -1,4 +1,5 @@
 /** The typed-rule interpreter: condition trees over ctx paths and predicates, and `{{path}}` templates. */
+import { Hr1Error } from '../cluster/errors.ts';
 import { canonicalJson } from './canonical.ts';
 import type { RegexSandbox } from './sandbox.ts';
 import type { Cond } from './schema.ts';
@@ -7,11 +8,19 @@ import type { HookCtx, Notebook } from './types.ts';
 /** what a path is read from: the ctx plus `nb` */
 export type Scope = HookCtx & { nb: Notebook };
 
+/** Codes of {@link RuleFault}, one per `kind`. */
+export type RuleFaultCode = 'RULE_TIMEOUT' | 'RULE_THREW' | 'RULE_OOM';
+
+const RULE_FAULT_CODE = { timeout: 'RULE_TIMEOUT', threw: 'RULE_THREW', oom: 'RULE_OOM' } as const;
+
 /** a fault while evaluating a rule (a regex that timed out); the rule then does nothing */
-export class RuleFault extends Error {
+export class RuleFault extends Hr1Error<RuleFaultCode> {
+  static override readonly wireAs = 'task';
   readonly kind: 'timeout' | 'threw' | 'oom';
   constructor(kind: 'timeout' | 'threw' | 'oom', message: string) {
-    super(message);
+    super(RULE_FAULT_CODE[kind], message);
+    // the fault text (errorText: `name: message`) goes into episode records: keep it as it was
+    this.name = 'Error';
     this.kind = kind;
   }
 }

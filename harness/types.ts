@@ -1,7 +1,7 @@
 /**
  * The harness contracts: what an env session, a model and a hook see and return, and the episode
- * record. Implementations live in runtime.ts, sandbox.ts and rules.ts; the env side of the
- * contract (sessions, factories) is envs/contract.ts.
+ * record (whose types come from its schema in record.ts). Implementations live in runtime.ts,
+ * sandbox.ts and rules.ts; the env side of the contract (sessions, factories) is envs/contract.ts.
  */
 
 /** the four lifecycle hooks (reference names: on_init, make_pre_hint, on_before_action, on_post_step) */
@@ -12,6 +12,8 @@ export type Json = null | boolean | number | string | Json[] | { [k: string]: Js
 
 export type { ChatMessage, EnvStart, EnvFeedback, ParsedAction, EnvSession, EnvFactory } from '../envs/contract.ts';
 import type { ChatMessage, EnvSession } from '../envs/contract.ts';
+export type { Predicates, HookCounters, HookAccount, StepRecord, EpisodeStatus, EpisodeRecord } from './record.ts';
+import type { Predicates } from './record.ts';
 
 // ---------------------------------------------------------------- model
 
@@ -46,24 +48,6 @@ export interface HistoryEntry {
   invalidFormat: boolean;
 }
 
-export interface Predicates {
-  /** the last two executed actions are the same */
-  repeatedAction: boolean;
-  /** the last two observations are the same */
-  repeatedObservation: boolean;
-  /** the last observation says nothing happened (ALFWorld "Nothing happens.") */
-  nothingHappens: boolean;
-  /** preAction: the proposal did not parse; otherwise: the last model output did not */
-  invalidFormat: boolean;
-  /** the last observation is an SQL error (DBBench) */
-  sqlError: boolean;
-  /** steps left ≤ max(3, 10% of the limit) */
-  stepLimitNear: boolean;
-  /** preAction: the proposed action equals the last executed action */
-  proposedRepeatsLast: boolean;
-  /** preAction: admissible actions are known and the proposal is not one of them */
-  proposedInadmissible: boolean;
-}
 export const PREDICATES = [
   'repeatedAction',
   'repeatedObservation',
@@ -129,78 +113,5 @@ export const EFFECTS_BY_HOOK = {
 
 // ---------------------------------------------------------------- accounting and the record
 
-/** what happened when one hook entry was called, counted per entry */
-export interface HookCounters {
-  /** calls made (a disabled entry is not called) */
-  ran: number;
-  /** returned nothing, or a condition that did not hold */
-  noEffect: number;
-  threw: number;
-  timedOut: number;
-  /** ran out of memory or stack in the sandbox */
-  outOfMemory: number;
-  /** returned something that is not an allowed effect (counted, ignored) */
-  malformed: number;
-  /** an effect cut down to the limits (long text, a hint past the first, a force past the cap, an inadmissible action) */
-  clamped: number;
-  hinted: number;
-  blocked: number;
-  rewrote: number;
-  forced: number;
-  /** calls skipped because the entry was disabled after repeated faults */
-  skipped: number;
-  /** set when the entry was turned off for the rest of the episode */
-  disabled: boolean;
-}
-
-export interface HookAccount {
-  /** `L<layer>.<rule|code>[<i>]` or `L<layer>.<name>` */
-  id: string;
-  layer: number;
-  hook: HookName;
-  kind: 'rule' | 'code';
-  counters: HookCounters;
-  /** the first few fault messages (threw, timed out, malformed), in order */
-  errors: string[];
-}
-
-export interface StepRecord {
-  step: number;
-  /** the model's last text for this step (null when the action was forced without asking) */
-  proposal: string | null;
-  action: string;
-  observation: string;
-  reward: number;
-  done: boolean;
-  forced: boolean;
-  rewritten: boolean;
-  invalidFormat: boolean;
-  /** proposals blocked before this action */
-  blocked: number;
-  /** hint shown before the decision (preDecision) */
-  hint: string | null;
-  /** hint injected after the feedback (postFeedback) */
-  injected: string | null;
-  pred: Predicates;
-}
-
-export type EpisodeStatus = 'won' | 'lost' | 'step_limit' | 'model_error' | 'env_error';
-
-/** Plain data: what the failure-packet extractor reads. Identical for identical inputs. */
-export interface EpisodeRecord {
-  v: 1;
-  env: string;
-  taskId: string;
-  seed: number;
-  goal: string;
-  taskType: string;
-  model: string;
-  /** hashes of the harness layers (base first) and of their composition */
-  harness: { version: string; layers: string[] };
-  skills: string[];
-  toolHint: string | null;
-  steps: StepRecord[];
-  outcome: { status: EpisodeStatus; won: boolean; reward: number; steps: number; end: string | null; error: string | null };
-  hooks: HookAccount[];
-  notebook: Notebook;
-}
+// the record's types come from its schema (record.ts): HookCounters, HookAccount, StepRecord,
+// EpisodeStatus, EpisodeRecord, and Predicates (also part of the hook ctx)

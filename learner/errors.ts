@@ -1,13 +1,31 @@
 /** Typed errors of the learner process and the ONNX sampler. Each carries a `code` and its values in `data`. */
 import { Hr1Error, type Hr1ErrorFields } from '../cluster/errors.ts';
 
+/**
+ * Codes of the learner family: one per class below, plus those raised as a plain Hr1Error by
+ * actors/learner.ts (`LEARNER_GAVE_UP`: more child deaths than maxChildRestarts;
+ * `NO_OBJECT_STORE`: a learner spawned outside a cluster node).
+ */
+export type LearnerErrorCode =
+  | 'LEARNER_DEPENDENCY'
+  | 'LEARNER_DIED'
+  | 'LEARNER_OP'
+  | 'LEARNER_CHECKPOINT'
+  | 'LEARNER_PROTOCOL'
+  | 'LEARNER_TIMEOUT'
+  | 'LEARNER_GAVE_UP'
+  | 'NO_OBJECT_STORE';
+
+/** Codes of {@link SamplerError}. */
+export type SamplerErrorCode = 'SAMPLER_MODEL' | 'SAMPLER_INPUT' | 'SAMPLER_GRAMMAR';
+
 /** The apt packages the learner needs on Debian 12 (no PyPI). */
 export const LEARNER_APT_PACKAGES = ['python3-torch', 'python3-onnx', 'python3-numpy', 'python3-msgpack', 'libopenblas0-pthread'] as const;
 
 const APT_OF: Record<string, string> = { torch: 'python3-torch', numpy: 'python3-numpy', msgpack: 'python3-msgpack', onnx: 'python3-onnx' };
 
 /** Python or one of its modules is missing: says which apt package to install. */
-export class LearnerDependencyError extends Hr1Error {
+export class LearnerDependencyError extends Hr1Error<'LEARNER_DEPENDENCY'> {
   constructor(
     readonly python: string,
     readonly missing: string[],
@@ -21,7 +39,7 @@ export class LearnerDependencyError extends Hr1Error {
 }
 
 /** The learner process died; names the op that was running (or `idle`). */
-export class LearnerDiedError extends Hr1Error {
+export class LearnerDiedError extends Hr1Error<'LEARNER_DIED'> {
   constructor(
     readonly op: string,
     readonly exitCode: number | null,
@@ -34,7 +52,7 @@ export class LearnerDiedError extends Hr1Error {
 }
 
 /** An op failed inside the learner (bad request, corrupt checkpoint, torch error); carries the python traceback. */
-export class LearnerOpError extends Hr1Error {
+export class LearnerOpError extends Hr1Error<'LEARNER_OP' | 'LEARNER_CHECKPOINT'> {
   constructor(
     readonly op: string,
     readonly type: string,
@@ -47,14 +65,14 @@ export class LearnerOpError extends Hr1Error {
 }
 
 /** A frame that does not decode, or a reply that does not match a request. */
-export class LearnerProtocolError extends Hr1Error {
+export class LearnerProtocolError extends Hr1Error<'LEARNER_PROTOCOL'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('LEARNER_PROTOCOL', message, { retryable: false, ...fields });
   }
 }
 
 /** An op took longer than its timeout; the process is killed (its state is not trustworthy). */
-export class LearnerTimeoutError extends Hr1Error {
+export class LearnerTimeoutError extends Hr1Error<'LEARNER_TIMEOUT'> {
   constructor(
     readonly op: string,
     readonly timeoutMs: number,
@@ -65,8 +83,8 @@ export class LearnerTimeoutError extends Hr1Error {
 }
 
 /** The sampler cannot load or run a model, or was asked for something impossible. */
-export class SamplerError extends Hr1Error {
-  constructor(code: 'SAMPLER_MODEL' | 'SAMPLER_INPUT' | 'SAMPLER_GRAMMAR', message: string, fields: Hr1ErrorFields = {}) {
+export class SamplerError extends Hr1Error<SamplerErrorCode> {
+  constructor(code: SamplerErrorCode, message: string, fields: Hr1ErrorFields = {}) {
     super(code, message, { retryable: false, ...fields });
   }
 }

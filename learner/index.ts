@@ -5,4 +5,4 @@ export { LearnerProcess, DEFAULT_PYTHON, SERVER_SCRIPT, DEFAULT_START_TIMEOUT_MS
 export type { LearnerProcessOptions, EngineerModelConfig, OptimConfig, GrpoConfig, LearnerInfo, SequenceBatch, SftStepResult, GrpoIterMetrics, GrpoStepArgs, GrpoStepResult, FileResult } from './process.ts';
 export { OnnxEngineer, unconstrained, logSoftmaxAt, pick, DEFAULT_K, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, DEFAULT_MAX_NEW_TOKENS } from './onnx.ts';
 export type { GrammarConstraint, SampleOptions, Completion, EngineerMeta } from './onnx.ts';
-export { LearnerDependencyError, LearnerDiedError, LearnerOpError, LearnerProtocolError, LearnerTimeoutError, SamplerError, LEARNER_APT_PACKAGES } from './errors.ts';
+export { LearnerDependencyError, LearnerDiedError, LearnerOpError, LearnerProtocolError, LearnerTimeoutError, SamplerError, LEARNER_APT_PACKAGES, type LearnerErrorCode, type SamplerErrorCode } from './errors.ts';

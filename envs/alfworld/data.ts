@@ -114,12 +114,12 @@ export function readCompact(file: string): CompactData {
   try {
     buf = readFileSync(file);
   } catch (e) {
-    throw new AlfworldError('ALFWORLD_BAD_DATA', `cannot read the compact game set: ${(e as Error).message}`, { file });
+    throw new AlfworldError('ALFWORLD_BAD_DATA', `cannot read the compact game set: ${(e as Error).message}`, { file, cause: e });
   }
   try {
     return JSON.parse(gunzipSync(buf).toString('utf8')) as CompactData;
   } catch (e) {
-    throw new AlfworldError('ALFWORLD_BAD_DATA', `corrupt compact game set: ${(e as Error).message}`, { file });
+    throw new AlfworldError('ALFWORLD_BAD_DATA', `corrupt compact game set: ${(e as Error).message}`, { file, cause: e });
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * The ALFWorld step function: pure, state in → new state out. State is plain JSON-able data.
  */
+import { AlfworldError } from './errors.ts';
 import { World, factKey, solve, exists, holds, type Query } from './logic.ts';
 import { variant, type CAction, type Game, type GrammarKind, type Variant } from './game.ts';
 import type { Sym } from './grammar.ts';
@@ -78,7 +79,7 @@ export function resolveProtocol(p: ResetOpts['protocol']): Protocol {
   if (p === undefined) return { ...PROTOCOLS.react };
   if (typeof p === 'string') {
     const base = PROTOCOLS[p];
-    if (!base) throw new Error(`unknown protocol "${p}" (raw, react, agentbench)`);
+    if (!base) throw new AlfworldError('ALFWORLD_BAD_OPTION', `unknown protocol "${p}"; use raw, react or agentbench, or give a protocol object`, { field: 'protocol' });
     return { ...base };
   }
   return { ...PROTOCOLS.react, ...p };
@@ -396,7 +397,7 @@ export function admissible(g: Game, state: AlfState): string[] {
 
 export function checkState(g: Game, s: AlfState): void {
   if (!s || s.v !== 1 || s.game !== g.id || !Array.isArray(s.facts))
-    throw new Error(`state does not belong to game ${g.id}`);
+    throw new AlfworldError('ALFWORLD_BAD_STATE', `state does not belong to game ${g.id}; pass the state that reset() or step() returned for this game`, { field: 'state' });
 }
 
 export function step(g: Game, state: AlfState, action: string): StepResult {

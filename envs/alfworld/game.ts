@@ -182,7 +182,7 @@ export function parseDomainCached(text: string, file: string): DomainDef {
     try {
       d = parseDomain(text);
     } catch (e) {
-      if (e instanceof PddlSyntaxError) throw new AlfworldBadGameError(e.message, file, e.field);
+      if (e instanceof PddlSyntaxError) throw new AlfworldBadGameError(e.message, file, e.field, e);
       throw e;
     }
     domainCache.set(text, d);
@@ -277,7 +277,7 @@ export function buildGame(src: GameSource): Game {
   try {
     goalQs = compileQueries(lc, prob.goal, [], 'goal');
   } catch (e) {
-    throw new AlfworldBadGameError((e as Error).message, file, 'pddl_problem:goal');
+    throw new AlfworldBadGameError((e as Error).message, file, 'pddl_problem:goal', e);
   }
   return {
     id: src.id,
@@ -388,7 +388,7 @@ export function variant(g: Game, kind: GrammarKind): Variant {
   try {
     tw = parseTwl2(convertGrammar(g.src.grammarText, kind));
   } catch (e) {
-    if (e instanceof GrammarSyntaxError) throw new AlfworldBadGameError(e.message, g.file, e.field);
+    if (e instanceof GrammarSyntaxError) throw new AlfworldBadGameError(e.message, g.file, e.field, e);
     throw e;
   }
   let defs = g.src.domain.actions;
@@ -422,7 +422,7 @@ export function variant(g: Game, kind: GrammarKind): Variant {
     }
   } catch (e) {
     if (e instanceof AlfworldBadGameError) throw e;
-    throw new AlfworldBadGameError((e as Error).message, g.file, 'grammar');
+    throw new AlfworldBadGameError((e as Error).message, g.file, 'grammar', e);
   }
   g.variants[kind] = v;
   return v;
@@ -434,7 +434,7 @@ export function sourceFromGameJson(text: string, file: string, meta: { id: strin
   try {
     data = JSON.parse(text);
   } catch (e) {
-    throw new AlfworldBadGameError(`not JSON: ${(e as Error).message}`, file, '(root)');
+    throw new AlfworldBadGameError(`not JSON: ${(e as Error).message}`, file, '(root)', e);
   }
   if (!data || typeof data !== 'object' || Array.isArray(data)) throw new AlfworldBadGameError('not a JSON object', file, '(root)');
   const d = data as Record<string, unknown>;
@@ -447,7 +447,7 @@ export function sourceFromGameJson(text: string, file: string, meta: { id: strin
   try {
     problem = parseProblem(d.pddl_problem as string);
   } catch (e) {
-    if (e instanceof PddlSyntaxError) throw new AlfworldBadGameError(e.message, file, e.field);
+    if (e instanceof PddlSyntaxError) throw new AlfworldBadGameError(e.message, file, e.field, e);
     throw e;
   }
   parseDomainCached(d.pddl_domain as string, file);

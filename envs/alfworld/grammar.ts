@@ -3,6 +3,7 @@
  * conditions, `#nonterminal#`, `{python-ish expression}`, `[{expr | query}]` lists joined with
  * `list_separator` / `list_last_separator` (`list_empty` when empty), action templates and feedbacks.
  */
+import { Hr1Error } from '../../cluster/errors.ts';
 
 export type Sym =
   | { k: 'text'; s: string }
@@ -22,9 +23,11 @@ export interface TwlGrammar {
   actions: Map<string, { template: string; feedback: string }>;
 }
 
-export class GrammarSyntaxError extends Error {
+/** A `.twl2` grammar block that does not parse; `field` names the block. Game loading rewraps it as AlfworldBadGameError. */
+export class GrammarSyntaxError extends Hr1Error<'ALFWORLD_GRAMMAR_SYNTAX'> {
+  static override readonly wireAs = 'task';
   constructor(message: string, readonly field: string) {
-    super(message);
+    super('ALFWORLD_GRAMMAR_SYNTAX', message);
     this.name = 'GrammarSyntaxError';
   }
 }

@@ -41,6 +41,9 @@ export {
   type BenchResult,
 } from './tools.ts';
 
+export { alfworldEnv, parseAlfworldAction, ALFWORLD_INSTRUCTIONS, MAX_ALFWORLD_ACTION_CHARS, type AlfworldEnvOptions } from './session.ts';
+export { pooledAlfworldEnv } from './pooled-session.ts';
+export { alfworld as descriptor } from './descriptor.ts';
 import { worldOf, isWon } from './engine.ts';
 import type { AlfState } from './engine.ts';
 import type { Game } from './game.ts';

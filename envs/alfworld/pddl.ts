@@ -3,6 +3,7 @@
  * Downward's parser does), typed parameter lists, formulas (and/or/not/imply/exists/forall/=) and
  * effects (add/delete/when/forall/increase). Pure data out, no classes.
  */
+import { Hr1Error } from '../../cluster/errors.ts';
 
 export type SExpr = string | SExpr[];
 
@@ -46,10 +47,12 @@ export interface ProblemDef {
   goal: Formula;
 }
 
-export class PddlSyntaxError extends Error {
+/** PDDL text that does not parse; `field` names the part. Game loading rewraps it as AlfworldBadGameError. */
+export class PddlSyntaxError extends Hr1Error<'ALFWORLD_PDDL_SYNTAX'> {
+  static override readonly wireAs = 'task';
   readonly field: string;
   constructor(message: string, field: string) {
-    super(message);
+    super('ALFWORLD_PDDL_SYNTAX', message);
     this.name = 'PddlSyntaxError';
     this.field = field;
   }

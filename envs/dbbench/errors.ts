@@ -2,6 +2,9 @@
  * Typed errors of the DBBench env. Each carries a stable `code`, the values involved, and a
  * message that says what to do.
  */
+import { Hr1Error } from '../../cluster/errors.ts';
+
+/** Codes of {@link DbbenchError}. */
 export type DbbenchErrorCode =
   | 'DBBENCH_BAD_OPTION'
   | 'DBBENCH_BAD_DATA'
@@ -14,11 +17,15 @@ export type DbbenchErrorCode =
   | 'DBBENCH_MYSQL_PRIVILEGES'
   | 'DBBENCH_SETUP_FAILED'
   | 'DBBENCH_MARIADB_NOT_INSTALLED'
-  | 'DBBENCH_MARIADB_START_FAILED';
+  | 'DBBENCH_MARIADB_START_FAILED'
+  /** a SQLite session used after `close()` */
+  | 'DBBENCH_SESSION_CLOSED';
 
-export class DbbenchError extends Error {
+/** An error of the DBBench env; `details` holds the values involved (file, task id, SQL, …). */
+export class DbbenchError extends Hr1Error<DbbenchErrorCode> {
+  /** thrown in an actor handler, it still arrives as ActorTaskError (code in `taskCode`) */
+  static override readonly wireAs = 'task';
   override readonly name = 'DbbenchError';
-  readonly code: DbbenchErrorCode;
   readonly details: Record<string, unknown>;
 
   constructor(
@@ -27,8 +34,7 @@ export class DbbenchError extends Error {
     details: Record<string, unknown> = {},
     options?: { cause?: unknown },
   ) {
-    super(message, options);
-    this.code = code;
+    super(code, message, { cause: options?.cause });
     this.details = details;
   }
 }

@@ -34,3 +34,5 @@ export { startMariadb, findMariadb } from './mariadb-launcher.ts';
 export type { MariadbServer, StartMariadbOptions } from './mariadb-launcher.ts';
 export { DbbenchError, isDbbenchError } from './errors.ts';
 export type { DbbenchErrorCode } from './errors.ts';
+export { dbbenchEnv, parseDbbenchAction, SQL_ERROR, type DbbenchEnvOptions } from './session.ts';
+export { dbbench as descriptor } from './descriptor.ts';

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
+import { DbbenchError } from './errors.ts';
 import { DEFAULT_MAX_ROWS, tooManyRows, type Backend, type DbSession, type ExecResult } from './backend.ts';
 import { checkSandbox, FOLD_FN, foldText, mysqlOnlyError, mysqlToSqlite, NUM_FN, significant, splitStatements, tokenize } from './dialect.ts';
 import { tableHashRepr } from './protocol.ts';
@@ -182,7 +183,7 @@ class SqliteSession implements DbSession {
   }
 
   private get handle(): Database.Database {
-    if (!this.db) throw new Error('this DBBench SQLite session is closed');
+    if (!this.db) throw new DbbenchError('DBBENCH_SESSION_CLOSED', 'this DBBench SQLite session is closed; open a new session for the next episode');
     return this.db;
   }
 

@@ -1,5 +1,7 @@
 /** Typed errors of the WebShop env: each carries a `code`, the file/field involved, and a fix. */
+import { Hr1Error } from '../../cluster/errors.ts';
 
+/** Codes of {@link WebshopError}. */
 export type WebshopErrorCode =
   | 'WEBSHOP_BAD_DATA'
   | 'WEBSHOP_MISSING_FILE'
@@ -8,15 +10,16 @@ export type WebshopErrorCode =
   | 'WEBSHOP_BAD_STATE'
   | 'WEBSHOP_BAD_OPTION';
 
-export class WebshopError extends Error {
-  readonly code: WebshopErrorCode;
+/** An error of the WebShop env; the message ends with the `file` and `field` involved. */
+export class WebshopError extends Hr1Error<WebshopErrorCode> {
+  /** thrown in an actor handler, it still arrives as ActorTaskError (code in `taskCode`) */
+  static override readonly wireAs = 'task';
   readonly file: string | undefined;
   readonly field: string | undefined;
   constructor(code: WebshopErrorCode, message: string, opts: { file?: string; field?: string; cause?: unknown } = {}) {
     const where = [opts.file ? `file ${opts.file}` : '', opts.field ? `field ${opts.field}` : ''].filter(Boolean).join(', ');
-    super(where ? `${message} (${where})` : message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    super(code, where ? `${message} (${where})` : message, { cause: opts.cause });
     this.name = 'WebshopError';
-    this.code = code;
     this.file = opts.file;
     this.field = opts.field;
   }

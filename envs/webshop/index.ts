@@ -51,3 +51,5 @@ export type { Product, Goal, Split, WebshopEnv } from './types.ts';
 export { WebshopError, WebshopBadDataError, WebshopMissingFileError, WebshopOptionError, type WebshopErrorCode } from './errors.ts';
 export { stepMany, type PoolRequest, type PoolResponse } from './pool.ts';
 export { verifyWebshop, benchWebshop, summarize, type VerifyOpts, type VerifyResult, type VerifyRow, type BenchResult } from './tools.ts';
+export { webshopEnv, parseWebshopAction, WEBSHOP_INSTRUCTIONS, type WebshopEnvOptions } from './session.ts';
+export { webshop as descriptor } from './descriptor.ts';

@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { envDescriptor } from '../../envs/registry.ts';
 import * as echarts from 'echarts';
 import { Resvg } from '@resvg/resvg-js';
 import type { Cluster } from '../../cluster/client.ts';
@@ -14,8 +15,6 @@ import { extractPacket, loadBuiltinEngineer, teacherPropose } from '../../polici
 import { makeBatches, rewardOf } from '../../drivers/index.ts';
 import { table } from '../cli/table.ts';
 import { trainEngineer, type IterationLog, type TrainConfig } from '../train.ts';
-
-export const HELDOUT_SPLIT: Record<string, string> = { alfworld: 'valid_seen', dbbench: 'v0.2/dev', webshop: 'dev' };
 
 /** Seeded bootstrap interval of the mean. */
 export function bootstrapMean(xs: readonly number[], seed = 0, n = 1000): { mean: number; lo: number; hi: number } {
@@ -70,7 +69,7 @@ export async function benchLearning(cluster: Cluster, o: LearningOptions): Promi
   }
   const sftEng = loadBuiltinEngineer(join(out, 'engineer-sft.onnx'), { maxLen: cfg.model.maxLen, name: 'SFT engineer' });
   const grpoEng = loadBuiltinEngineer(join(out, 'engineer.onnx'), { maxLen: cfg.model.maxLen, name: 'SFT+GRPO engineer' });
-  const split = HELDOUT_SPLIT[cfg.env]!;
+  const split = envDescriptor(cfg.env).splits.heldout;
   const batches = makeBatches(cfg.env, { count: o.heldoutBatches, size: cfg.batchSize, split, seed: 4242 });
   const cache = new EpisodeCache(join(out, 'heldout.sqlite'));
   const deltas: Record<string, number[]> = { 'prompted editor (teacher)': [], 'SFT engineer': [], 'SFT+GRPO engineer': [] };

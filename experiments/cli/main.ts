@@ -1,6 +1,9 @@
+/**
+ * The hr1 CLI: commander definitions only. Each action calls one function of experiments/ (most
+ * under experiments/commands/); errors end in the one handler at the bottom (experiments/cli/errors.ts).
+ */
 import { Command, CommanderError, Option } from 'commander';
-import { Hr1Error } from '../../cluster/errors.ts';
-import { table } from './table.ts';
+import { exitWithError, installFatalHandlers } from './errors.ts';
 import { addClusterOptions, parseAddress, parseDurationOpt, parseLabels, parsePositiveInt, parseResources } from './options.ts';
 
 const program = new Command();
@@ -18,7 +21,7 @@ addClusterOptions(
     .option('--calls <n>', 'number of calls', parsePositiveInt('--calls'), 4000)
     .option('--in-process', 'use the in-process transport instead of NATS'),
 ).action(async (o) => {
-  const { runDemo } = await import('./demo.ts');
+  const { runDemo } = await import('../commands/demo.ts');
   await runDemo(o);
 });
 
@@ -34,7 +37,7 @@ addClusterOptions(
     .option('--heartbeat <ms>', 'heartbeat interval, ms or e.g. "500ms"', parseDurationOpt('--heartbeat')),
   { address: false },
 ).action(async (o) => {
-  const { runNode } = await import('./cluster-cmds.ts');
+  const { runNode } = await import('../commands/cluster.ts');
   await runNode(o);
 });
 
@@ -47,7 +50,7 @@ addClusterOptions(
     .option('--wait <ms>', 'how long to collect node replies', parseDurationOpt('--wait'), 500),
   { address: false },
 ).action(async (o) => {
-  const { runStatus } = await import('./cluster-cmds.ts');
+  const { runStatus } = await import('../commands/cluster.ts');
   await runStatus(o);
 });
 
@@ -82,8 +85,8 @@ envs
   .option('--perturbations <n>', 'ALFWorld: perturbed starts per game', parsePositiveInt('--perturbations'))
   .option('--db <url>', 'DBBench backend: sqlite (default) or mysql://user:pass@host:port')
   .action(async (env: string, o) => {
-    const { verifyEnv } = await import('./envs.ts');
-    if (!(await verifyEnv(env, o))) process.exitCode = 1;
+    const { verifyEnvCommand } = await import('../commands/envs.ts');
+    await verifyEnvCommand(env, o);
   });
 envs
   .command('replay')
@@ -94,7 +97,7 @@ envs
   .addOption(new Option('--grammar <g>', 'grammar').choices(['legacy', 'current']).default('legacy'))
   .option('--actions <file>', 'read actions from this file instead of stdin')
   .action(async (env: string, o) => {
-    const { replayEnv } = await import('./envs.ts');
+    const { replayEnv } = await import('../commands/envs.ts');
     await replayEnv(env, o);
   });
 bench
@@ -105,7 +108,7 @@ bench
   .option('--threads <n>', 'pool threads', parsePositiveInt('--threads'), 2)
   .option('--db <url>', 'DBBench: also bench this backend (sqlite or mysql://…)')
   .action(async (env: string, o) => {
-    const { benchEnv } = await import('./envs.ts');
+    const { benchEnv } = await import('../commands/envs.ts');
     await benchEnv(env, o);
   });
 
@@ -131,7 +134,7 @@ addClusterOptions(
     .option('--no-progress', 'no progress bar')
     .option('--json', 'print JSON'),
 ).action(async (o) => {
-  const { runEval } = await import('./eval.ts');
+  const { runEval } = await import('../commands/eval.ts');
   await runEval(o);
 });
 
@@ -144,15 +147,8 @@ program
   .addOption(new Option('--env <env>', 'the env a sim target plays').choices(['alfworld', 'dbbench']))
   .option('--api-key <key>', 'require this Bearer token (or HR1_SERVE_API_KEY)')
   .action(async (target: string, o) => {
-    const { serveLocal } = await import('../../policies/targets/serve-local.ts');
-    const apiKey = o.apiKey ?? process.env.HR1_SERVE_API_KEY;
-    const s = await serveLocal(target, { port: o.port, host: o.host, ...(o.env ? { env: o.env } : {}), ...(apiKey ? { apiKey } : {}) });
-    console.log(`hr1 serve: ${target}${target.startsWith('sim/') ? ' (SIMULATED target)' : ''} at ${s.url} (OpenAI-compatible: POST ${s.url}/chat/completions); Ctrl-C stops`);
-    await new Promise<void>((resolve) => {
-      const stop = () => void s.close().then(resolve);
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-    });
+    const { serveCommand } = await import('../commands/serve.ts');
+    await serveCommand(target, o);
   });
 
 bench
@@ -165,63 +161,38 @@ bench
     const { benchRollout } = await import('../bench/rollout.ts');
     await benchRollout(o);
   });
-bench
-  .command('learning')
-  .description('the learning report: train the built-in engineer, then mean Δ on held-out batches of the teacher, the SFT and the SFT+GRPO engineer, with the training curve')
-  .option('--config <file>', 'train config (YAML)', 'experiments/configs/train.default.yaml')
-  .option('--run <dir>', 'reuse a finished hr1 train run folder instead of training')
-  .option('--heldout <n>', 'held-out batches', parsePositiveInt('--heldout'), 10)
-  .option('--out <dir>', 'run folder')
-  .action(async (o) => {
-    const { resolveTrainConfig } = await import('../train.ts');
-    const { benchLearning } = await import('../bench/learning.ts');
-    const { init } = await import('../../cluster/init.ts');
-    const cfg = resolveTrainConfig(o.config, { out: o.out });
-    const rt = await init({ inProcess: true });
-    try {
-      await benchLearning(rt.cluster, { config: cfg, heldoutBatches: o.heldout, ...(o.run ? { run: o.run } : {}) });
-    } finally {
-      await rt.shutdown();
-    }
-  });
-bench
-  .command('validator')
-  .description('validation and reward models on logged candidate outcomes: reruns saved vs Δ lost against plain K sampling')
-  .option('--k <n>', 'candidates rerun by plain sampling', parsePositiveInt('--k'), 4)
-  .option('--seed <n>', 'seed', (v) => Number(v), 0)
-  .option('--out <dir>', 'models and dataset', '.hr1/validator')
-  .action(async (o) => {
-    const { init } = await import('../../cluster/init.ts');
-    const { EpisodeCache, validatorReport } = await import('../../drivers/index.ts');
-    const { join } = await import('node:path');
-    const { mkdirSync } = await import('node:fs');
-    mkdirSync(o.out, { recursive: true });
-    const rt = await init({ inProcess: true });
-    const cache = new EpisodeCache(join(o.out, 'episodes.sqlite'));
-    try {
-      const r = await validatorReport({ cluster: rt.cluster, cache, k: o.k, seed: o.seed, outDir: o.out, onProgress: (p: unknown) => process.stderr.write(`\r${JSON.stringify(p).slice(0, 120)}   `) });
-      process.stderr.write('\n');
-      console.log(r.table);
-    } finally {
-      cache.close();
-      await rt.shutdown();
-    }
-  });
+addClusterOptions(
+  bench
+    .command('learning')
+    .description('the learning report: train the built-in engineer, then mean Δ on held-out batches of the teacher, the SFT and the SFT+GRPO engineer, with the training curve')
+    .option('--config <file>', 'train config (YAML)', 'experiments/configs/train.default.yaml')
+    .option('--run <dir>', 'reuse a finished hr1 train run folder instead of training')
+    .option('--heldout <n>', 'held-out batches', parsePositiveInt('--heldout'), 10)
+    .option('--out <dir>', 'run folder'),
+  { defaultInProcess: true },
+).action(async (o) => {
+  const { benchLearningCommand } = await import('../commands/bench.ts');
+  await benchLearningCommand(o);
+});
+addClusterOptions(
+  bench
+    .command('validator')
+    .description('validation and reward models on logged candidate outcomes: reruns saved vs Δ lost against plain K sampling')
+    .option('--k <n>', 'candidates rerun by plain sampling', parsePositiveInt('--k'), 4)
+    .option('--seed <n>', 'seed', (v) => Number(v), 0)
+    .option('--out <dir>', 'models and dataset', '.hr1/validator'),
+  { defaultInProcess: true },
+).action(async (o) => {
+  const { benchValidatorCommand } = await import('../commands/bench.ts');
+  await benchValidatorCommand(o);
+});
 bench
   .command('harness')
   .description('the cost of a sandboxed hook call (p50/p99) and the harness overhead on an episode vs the bare env loop')
   .option('--seconds <s>', 'seconds', (v) => Number(v), 4)
   .action(async (o) => {
-    const { benchHarness } = await import('../../harness/index.ts');
-    const r = await benchHarness({ seconds: o.seconds });
-    console.log(table(['harness', 'figure'], [
-      ['sandboxed hook call p50', `${r.hookP50Us.toFixed(0)} µs`],
-      ['sandboxed hook call p99', `${r.hookP99Us.toFixed(0)} µs`],
-      ['bare env loop, ms an episode', r.bareEpisodeMs.toFixed(2)],
-      ['harness + 2 rules + 2 code hooks, ms an episode', r.harnessEpisodeMs.toFixed(2)],
-      ['overhead with that patch (× bare)', r.episodeOverheadRatio.toFixed(2)],
-      ['overhead of the base harness, no patch (× bare)', r.baseOverheadRatio.toFixed(2)],
-    ]));
+    const { benchHarnessCommand } = await import('../commands/bench.ts');
+    await benchHarnessCommand(o);
   });
 
 const patch = program.command('patch').description('patches over the harness: check and show');
@@ -230,20 +201,16 @@ patch
   .description('validate a patch (schema, sandbox compile, a smoke episode) and print the report; non-zero exit when invalid')
   .argument('<file>', 'patch JSON file')
   .action(async (file: string) => {
-    const { checkPatchFile } = await import('../../harness/index.ts');
-    const r = await checkPatchFile(file);
-    console.log(r.report);
-    if (!r.ok) process.exitCode = 1;
+    const { patchCheck } = await import('../commands/patch.ts');
+    await patchCheck(file);
   });
 patch
   .command('show')
   .description('print a patch\'s canonical form and its content hash')
   .argument('<file>', 'patch JSON file')
   .action(async (file: string) => {
-    const { showPatchFile } = await import('../../harness/index.ts');
-    const r = showPatchFile(file);
-    console.log(r.canonical);
-    console.log(`hash ${r.hash}`);
+    const { patchShow } = await import('../commands/patch.ts');
+    await patchShow(file);
   });
 
 const sim = program.command('sim').description('SIMULATED targets: their profiles and measured vanilla success');
@@ -254,7 +221,7 @@ sim
   .option('--seeds <n>', 'seeds per task', parsePositiveInt('--seeds'), 2)
   .option('--write <file>', 'replace the generated block in this markdown file (e.g. docs/TARGETS.md)')
   .action(async (o) => {
-    const { simTable } = await import('./sim-table.ts');
+    const { simTable } = await import('../commands/sim-table.ts');
     await simTable(o);
   });
 
@@ -272,80 +239,45 @@ addClusterOptions(
     .option('--validator <dir>', 'oversample 2K patches and rerun the K the reward model ranks best (models from hr1 bench validator)')
     .option('--in-process', 'use the in-process transport'),
 ).action(async (o) => {
-  const { resolveTrainConfig, trainEngineer } = await import('../train.ts');
-  const cfg = resolveTrainConfig(o.config, { env: o.env, target: o.target, seed: o.seed, out: o.out, validator: o.validator });
-  if (o.iterations !== undefined) cfg.grpo.iterations = o.iterations;
-  const { ensureLmTargets, requireTargetEnvs } = await import('../exp/common.ts');
-  requireTargetEnvs(cfg.target, [cfg.env], 'target');
-  await ensureLmTargets([cfg.target], (l) => process.stderr.write(`${l}\n`));
-  const { init } = await import('../../cluster/init.ts');
-  const { authOf } = await import('./options.ts');
-  const rt = await init({ ...authOf(o), cluster: o.cluster, ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess ?? false });
-  try {
-    const r = await trainEngineer(rt.cluster, cfg, undefined, { resume: o.resume ?? false });
-    const g = r.iterations.filter((x) => x.phase === 'grpo');
-    console.log(table(['phase', 'iterations', 'first', 'last'], [
-      ['sft loss', r.iterations.filter((x) => x.phase === 'sft').length, (r.iterations.find((x) => x.phase === 'sft')?.loss ?? NaN).toFixed(4), (r.sft.finalLoss ?? NaN).toFixed(4)],
-      ['grpo mean Δ', g.length, (g[0]?.meanDelta ?? NaN).toFixed(3), (g[g.length - 1]?.meanDelta ?? NaN).toFixed(3)],
-    ]));
-    console.log(`\nengineer: ${r.onnx} (ONNX), ${r.checkpoint} (torch); per-iteration log ${r.out}/iterations.jsonl; SFT rows ${r.sft.rows} (${r.sft.representable} used)`);
-  } finally {
-    await rt.shutdown();
-  }
+  const { trainCommand } = await import('../commands/train.ts');
+  await trainCommand(o);
 });
 
 const packetCmd = program.command('packet').description('failure packets: what the engineer reads');
-packetCmd
-  .command('show')
-  .description('roll a target out on a batch and print the failure packet (text, or tokens with --tokens)')
-  .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).default('alfworld'))
-  .option('--target <spec>', 'target', 'sim/llama-3b')
-  .option('--split <name>', 'task split')
-  .option('--tasks <n>', 'tasks in the batch', parsePositiveInt('--tasks'), 10)
-  .option('--seed <n>', 'batch seed', (v) => Number(v), 0)
-  .option('--tokens', 'print the built-in engineer\'s prompt tokens instead of the text')
-  .action(async (o) => {
-    const { init } = await import('../../cluster/init.ts');
-    const { rollout, makeBatches } = await import('../../drivers/index.ts');
-    const eng = await import('../../policies/engineer/index.ts');
-    const rt = await init({ inProcess: true });
-    try {
-      const [batch] = makeBatches(o.env, { count: 1, size: o.tasks, split: o.split, seed: o.seed });
-      const r = await rollout(rt.cluster, { env: o.env, target: o.target, episodes: batch! }, { cache: null });
-      const p = eng.extractPacket(r.records);
-      if (o.tokens) console.log(JSON.stringify(eng.engineerPromptTokens(p)));
-      else console.log(eng.formatPacket(p));
-      process.stderr.write(`packet ${eng.packetHash(p).slice(0, 16)}… of ${o.target}${o.target.startsWith('sim/') ? ' (SIMULATED)' : ''} on ${batch!.length} ${o.env} tasks\n`);
-    } finally {
-      await rt.shutdown();
-    }
-  });
+addClusterOptions(
+  packetCmd
+    .command('show')
+    .description('roll a target out on a batch and print the failure packet (text, or tokens with --tokens)')
+    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).default('alfworld'))
+    .option('--target <spec>', 'target', 'sim/llama-3b')
+    .option('--split <name>', 'task split')
+    .option('--tasks <n>', 'tasks in the batch', parsePositiveInt('--tasks'), 10)
+    .option('--seed <n>', 'batch seed', (v) => Number(v), 0)
+    .option('--tokens', 'print the built-in engineer\'s prompt tokens instead of the text'),
+  { defaultInProcess: true },
+).action(async (o) => {
+  const { packetShow } = await import('../commands/packet.ts');
+  await packetShow(o);
+});
 const sftCmd = program.command('sft').description('the cold-start SFT dataset');
-sftCmd
-  .command('build')
-  .description('teacher proposals verified against the frozen target (paired seeds); keep the non-regressive ones as JSONL with provenance')
-  .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).default('alfworld'))
-  .option('--target <spec>', 'target', 'sim/llama-3b')
-  .option('--split <name>', 'task split (default: the env\'s training split)')
-  .option('--batches <n>', 'batches', parsePositiveInt('--batches'), 8)
-  .option('--size <n>', 'tasks per batch', parsePositiveInt('--size'), 10)
-  .option('--k <n>', 'teacher proposals per packet', parsePositiveInt('--k'), 4)
-  .option('--min-delta <x>', 'keep proposals with Δ ≥ this', (v) => Number(v), 0)
-  .option('--seed <n>', 'seed', (v) => Number(v), 0)
-  .requiredOption('--out <file>', 'JSONL file to write')
-  .action(async (o) => {
-    const { init } = await import('../../cluster/init.ts');
-    const { makeBatches, buildSftDataset, formatSftSummary } = await import('../../drivers/index.ts');
-    const { TRAIN_SPLIT } = await import('../train.ts');
-    const rt = await init({ inProcess: true });
-    try {
-      const batches = makeBatches(o.env, { count: o.batches, size: o.size, split: o.split ?? TRAIN_SPLIT[o.env], seed: o.seed });
-      const r = await buildSftDataset({ cluster: rt.cluster, env: o.env, target: o.target, batches, k: o.k, minDelta: o.minDelta, teacherSeed: o.seed, out: o.out });
-      console.log(formatSftSummary(r.summary));
-    } finally {
-      await rt.shutdown();
-    }
-  });
+addClusterOptions(
+  sftCmd
+    .command('build')
+    .description('teacher proposals verified against the frozen target (paired seeds); keep the non-regressive ones as JSONL with provenance')
+    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).default('alfworld'))
+    .option('--target <spec>', 'target', 'sim/llama-3b')
+    .option('--split <name>', 'task split (default: the env\'s training split)')
+    .option('--batches <n>', 'batches', parsePositiveInt('--batches'), 8)
+    .option('--size <n>', 'tasks per batch', parsePositiveInt('--size'), 10)
+    .option('--k <n>', 'teacher proposals per packet', parsePositiveInt('--k'), 4)
+    .option('--min-delta <x>', 'keep proposals with Δ ≥ this', (v) => Number(v), 0)
+    .option('--seed <n>', 'seed', (v) => Number(v), 0)
+    .requiredOption('--out <file>', 'JSONL file to write'),
+  { defaultInProcess: true },
+).action(async (o) => {
+  const { sftBuild } = await import('../commands/sft.ts');
+  await sftBuild(o);
+});
 
 const expCmd = program.command('exp').description('experiments: the paper\'s tables, a target sweep, cross-task, ablations, co-evolution (seeded, resumable, reports in a run folder)');
 const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
@@ -365,15 +297,15 @@ expCommon(expCmd.command('main').description('per env and on average: vanilla, R
   .option('--methods <list>', 'rows, e.g. vanilla,prompted-editor,engineer-grpo', list)
   .option('--no-train-engineer', 'do not train the engineers when --engineer is not given (their rows say why they are empty)')
   .action(async (o) => {
-    const { runExpCli } = await import('./exp.ts');
-    await runExpCli('main', o);
+    const { runExpCommand } = await import('../commands/exp.ts');
+    await runExpCommand('main', o);
   });
 expCommon(expCmd.command('sweep').description('one method applied without retuning to many targets: gain per target × env, positive cells, a heatmap'))
   .option('--targets <list>', 'target specs, comma-separated (sim, openai and lm mix; "zoo" = every lm/ zoo model, "sims" = every sim profile)', list)
   .option('--method <name>', 'the method (e.g. engineer-grpo, prompted-editor)')
   .action(async (o) => {
-    const { runExpCli } = await import('./exp.ts');
-    await runExpCli('sweep', o);
+    const { runExpCommand } = await import('../commands/exp.ts');
+    await runExpCommand('sweep', o);
   });
 expCommon(expCmd.command('crosstask').description('N failures from training tasks → one patch → gain on all held-out tasks, mean ± std over seeds'))
   .option('--target <spec>', 'target')
@@ -381,23 +313,23 @@ expCommon(expCmd.command('crosstask').description('N failures from training task
   .option('--failures <n>', 'failures in the packet', parsePositiveInt('--failures'))
   .option('--seeds <list>', 'seeds, e.g. 0,1,2', nums)
   .action(async (o) => {
-    const { runExpCli } = await import('./exp.ts');
-    await runExpCli('crosstask', o);
+    const { runExpCommand } = await import('../commands/exp.ts');
+    await runExpCommand('crosstask', o);
   });
 expCommon(expCmd.command('ablate').description('a method\'s patches with each hook removed in turn: the drop in gain per env'))
   .option('--target <spec>', 'target')
   .option('--method <name>', 'the method')
   .action(async (o) => {
-    const { runExpCli } = await import('./exp.ts');
-    await runExpCli('ablate', o);
+    const { runExpCommand } = await import('../commands/exp.ts');
+    await runExpCommand('ablate', o);
   });
 expCommon(expCmd.command('coevolve').description('patches from the vanilla target\'s packets vs the fine-tuned target\'s, both on the fine-tuned target'))
   .option('--target <spec>', 'the vanilla target')
   .option('--tuned <spec>', 'the fine-tuned target (default: lm/<name>-ft for a zoo model; the next larger sim profile of the family for a sim target)')
   .option('--method <name>', 'the method')
   .action(async (o) => {
-    const { runExpCli } = await import('./exp.ts');
-    await runExpCli('coevolve', o);
+    const { runExpCommand } = await import('../commands/exp.ts');
+    await runExpCommand('coevolve', o);
   });
 program
   .command('report')
@@ -417,11 +349,8 @@ zoo
   .option('--force', 'rebuild even when cached')
   .option('--jobs <n>', 'builds at once, one torch thread each (default: the CPU count, at most 4)', parsePositiveInt('--jobs'))
   .action(async (o) => {
-    const lm = await import('../../policies/targets/lm/index.ts');
-    const { availableParallelism } = await import('node:os');
-    const jobs = o.jobs ?? Math.min(4, availableParallelism());
-    const r = await lm.buildZoo({ ...(o.only ? { only: o.only } : {}), tiny: !!o.tiny, force: !!o.force, jobs, progress: true, log: (l: string) => process.stderr.write(`${l}\n`) });
-    console.log(`${r.length} target(s) built or cached`);
+    const { zooBuild } = await import('../commands/zoo.ts');
+    await zooBuild(o);
   });
 zoo
   .command('table')
@@ -432,30 +361,21 @@ zoo
   .option('--write <file>', 'replace the generated block in this markdown file (docs/LMTARGETS.md)')
   .option('--jobs <n>', 'models measured at once (default: the CPU count, at most 4)', parsePositiveInt('--jobs'))
   .action(async (o) => {
-    const lm = await import('../../policies/targets/lm/index.ts');
-    const { readFileSync, writeFileSync } = await import('node:fs');
-    const { availableParallelism } = await import('node:os');
-    const md = await lm.zooTable({ tasks: o.tasks, seeds: o.seeds, jobs: o.jobs ?? Math.min(4, availableParallelism()), log: (l: string) => process.stderr.write(`${l}\n`), ...(o.only ? { only: o.only } : {}) });
-    console.log(md);
-    if (o.write) writeFileSync(o.write, lm.spliceZooTable(readFileSync(o.write, 'utf8'), md));
+    const { zooTableCommand } = await import('../commands/zoo.ts');
+    await zooTableCommand(o);
   });
 
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 
+/** The one error handler: every action's error (async, or thrown while importing its module) ends here. */
 async function main(): Promise<void> {
+  installFatalHandlers();
   try {
     await program.parseAsync(process.argv);
   } catch (e) {
-    if (e instanceof CommanderError) {
-      process.stderr.write(`hr1: ${e.message}\n`);
-      process.exit(e.exitCode || 2);
-    }
-    if (e instanceof Hr1Error) {
-      process.stderr.write(`hr1: ${e.name} [${e.code}]: ${e.message}\n`);
-      if (process.env.HR1_DEBUG) process.stderr.write(`${e.stack}\n`);
-      process.exit(2);
-    }
-    throw e;
+    // the actions have shut their clusters down (finally) by now; an embedded nats-server left by
+    // anything else is killed by its exit hook
+    exitWithError(e);
   }
 }
 

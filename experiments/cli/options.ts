@@ -50,9 +50,18 @@ export function parseAddress(v: string): string {
   return v;
 }
 
-/** The connection options every cluster command takes. */
-export function addClusterOptions(cmd: Command, { address = true } = {}): Command {
-  if (address) cmd.option('--address <url>', 'NATS address of an existing cluster (nats://host:port); without it a private one is started', parseAddress);
+/**
+ * The connection options every cluster command takes. `defaultInProcess`: without `--address` the
+ * command runs on the in-process transport (its help says so) instead of a private nats-server.
+ */
+export function addClusterOptions(cmd: Command, { address = true, defaultInProcess = false } = {}): Command {
+  if (address) {
+    cmd.option(
+      '--address <url>',
+      defaultInProcess ? 'NATS address of an existing cluster (nats://host:port); without it the command runs in-process' : 'NATS address of an existing cluster (nats://host:port); without it a private one is started',
+      parseAddress,
+    );
+  }
   return cmd
     .option('--cluster <name>', 'cluster namespace (subjects hr1.<name>.…)', 'default')
     .option('--user <user>', 'NATS user (or HR1_NATS_USER)')
@@ -61,15 +70,4 @@ export function addClusterOptions(cmd: Command, { address = true } = {}): Comman
     .option('--creds <file>', 'NATS .creds file (or HR1_NATS_CREDS)');
 }
 
-export interface ClusterCliOptions {
-  address?: string;
-  cluster: string;
-  user?: string;
-  pass?: string;
-  token?: string;
-  creds?: string;
-}
-
-export function authOf(o: ClusterCliOptions) {
-  return { user: o.user, pass: o.pass, token: o.token, creds: o.creds };
-}
+export { authOf, type ClusterCliOptions } from '../commands/runtime.ts';

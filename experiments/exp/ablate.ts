@@ -9,7 +9,7 @@ import { pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
-import { ENV_METRICS, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import { envMetrics, primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { gainOf } from './sweep.ts';
@@ -117,7 +117,7 @@ export function reportAblate(meta: RunMeta, rows: EvalRow[]): Report {
   const drop: Record<string, Record<string, Interval | null>> = {};
   const touched: Record<string, Record<string, string>> = {};
   for (const env of envs) {
-    const metric = ENV_METRICS[env]![0]!;
+    const metric = primaryMetric(env);
     gain[env] = gainOf(rows, env, target, m.name, 'full', boot(`full|${env}`));
     const full = taskSeedMatrix(rows.filter((r) => r.env === env && r.method === m.name && r.variant === 'full'), metric);
     drop[env] = {};
@@ -130,7 +130,7 @@ export function reportAblate(meta: RunMeta, rows: EvalRow[]): Report {
     }
   }
   const head = ['env', `gain of full patch`, ...HOOKS.map((h) => `drop without ${h}`)];
-  const tRows = envs.map((e) => [`${e} (${ENV_METRICS[e]![0]})`, fmtDelta(gain[e]), ...HOOKS.map((h) => `${fmtDelta(drop[e]![h])} (${touched[e]![h]} patches use it)`)]);
+  const tRows = envs.map((e) => [`${e} (${primaryMetric(e)})`, fmtDelta(gain[e]), ...HOOKS.map((h) => `${fmtDelta(drop[e]![h])} (${touched[e]![h]} patches use it)`)]);
   const md = [
     reportHeader(`exp ablate: ${m.label} on ${target}`, meta),
     `**Protocol:** per env, the method's patches (one per packet) are scored in full and with each hook removed in turn (its rules and code hooks on that hook; skills count as init). Drop = Δ(full) − Δ(without the hook), paired per episode and averaged over packets; positive = the hook helped. "k/n patches use it": how many of the patches had entries on the hook (a patch without them is unchanged, so its drop is 0).`,

@@ -13,7 +13,7 @@ import { taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { ExpError } from '../runner/errors.ts';
-import { ENV_METRICS, type EvalRow } from '../runner/evaluate.ts';
+import { envMetrics, primaryMetric, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { planMethodOnTarget } from './sweep.ts';
@@ -105,7 +105,7 @@ export function reportCoevolve(meta: RunMeta, rows: EvalRow[]): Report {
     { label: `${tuned} + patches from ${base} (not re-trained)`, target: tuned, method: m.name, variant: `from:${base}` },
     { label: `${tuned} + patches from ${tuned} (re-trained)`, target: tuned, method: m.name, variant: `from:${tuned}` },
   ];
-  const mat = (a: (typeof arms)[number], env: string) => taskSeedMatrix(rows.filter((r) => r.env === env && r.target === a.target && r.method === a.method && (a.method === 'vanilla' || r.variant === a.variant)), ENV_METRICS[env]![0]!);
+  const mat = (a: (typeof arms)[number], env: string) => taskSeedMatrix(rows.filter((r) => r.env === env && r.target === a.target && r.method === a.method && (a.method === 'vanilla' || r.variant === a.variant)), primaryMetric(env));
   const vanillaOf = (t: string) => arms.find((a) => a.target === t && a.method === 'vanilla')!;
   const val: Interval[][] = [];
   const del: (Interval | null)[][] = [];
@@ -117,7 +117,7 @@ export function reportCoevolve(meta: RunMeta, rows: EvalRow[]): Report {
     val.push([...ms.map((x, i) => (x ? bootstrapStrata([x], boot(`${ai}|${envs[i]}`)) : { mean: NaN, lo: NaN, hi: NaN, n: 0 })), ok ? bootstrapStrata(ms as number[][][], boot(`${ai}|avg`)) : { mean: NaN, lo: NaN, hi: NaN, n: 0 }]);
     del.push(a.method === 'vanilla' ? cols.map(() => null) : [...ms.map((x, i) => (x && vs[i] ? pairedDelta([x], [vs[i]!], boot(`d${ai}|${envs[i]}`)) : null)), ok ? pairedDelta(ms as number[][][], vs as number[][][], boot(`d${ai}|avg`)) : null]);
   });
-  const head = ['arm', ...cols.map((c) => (c === 'average' ? c : `${c} (${ENV_METRICS[c]![0]})`))];
+  const head = ['arm', ...cols.map((c) => (c === 'average' ? c : `${c} (${primaryMetric(c)})`))];
   const tRows = arms.map((a, i) => [a.label, ...val[i]!.map((v) => fmtPct(v))]);
   const dRows = arms.map((a, i) => [a.label, ...del[i]!.map((d) => (d ? fmtDelta(d) : '—'))]).filter((_, i) => arms[i]!.method !== 'vanilla');
   const md = [

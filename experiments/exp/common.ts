@@ -4,21 +4,21 @@ import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';
  * editor, the engineer path, the bootstrap, rollouts, cluster), the run folder, the cluster, the
  * progress, and writing the report. Each experiment adds its own options and plan.
  */
+import { ENV_NAMES, envDescriptor, envNames, isEnvName } from '../../envs/registry.ts';
 import { z } from 'zod';
-import { init } from '../../cluster/init.ts';
+import { init, type InitOptions } from '../../cluster/init.ts';
 import type { Cluster } from '../../cluster/client.ts';
 import { parseTargetSpec } from '../../policies/targets/spec.ts';
 import { buildZoo, readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
 import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts';
 import { ExpError } from '../runner/errors.ts';
-import { ExpRun, SPLITS, testTasks, type EvalRow } from '../runner/evaluate.ts';
+import { ExpRun, testTasks, type EvalRow } from '../runner/evaluate.ts';
 import { getMethod, methodAvailable, type Method, type MethodOptions } from '../runner/methods.ts';
 import { makeProgress, type ProgressMode } from '../runner/progress.ts';
 import { RUN_FILES, RunDir, type RunMeta } from '../runner/run-dir.ts';
 import { rowsToCsv } from '../report/data.ts';
 import { svgToPng } from '../report/plots.ts';
 
-export const ENVS = ['alfworld', 'dbbench', 'webshop'] as const;
 
 /** @default 0 */
 export const DEFAULT_SEED = 0;
@@ -69,7 +69,7 @@ export const commonShape = {
   seed: z.number().int('must be an integer').nonnegative('must be ≥ 0').default(DEFAULT_SEED),
   /** the run folder. @default runs/<exp>-<config hash> */
   out: z.string().optional(),
-  envs: z.array(z.enum(ENVS, { error: `must be one of ${ENVS.join(', ')}` })).min(1, 'name at least one env').default([...ENVS]),
+  envs: z.array(z.string().refine(isEnvName, { error: () => `must be one of ${envNames().join(', ')}` })).min(1, 'name at least one env').default([...ENV_NAMES]),
   test: testSchema(DEFAULT_TEST),
   train: trainSchema(DEFAULT_TRAIN),
   editor: z
@@ -123,10 +123,17 @@ export function defaultRunDir(exp: string, o: Record<string, unknown>): string {
   return `runs/${exp}-${configHash({ exp, sim: SIM_VERSION, ...scienceOf(o) })}`;
 }
 
+/** Where an experiment runs: the cluster options of its resolved options (flags over the config file). */
+export function initOptionsOf(o: Pick<CommonOptions, 'address' | 'inProcess' | 'cluster' | 'user' | 'pass' | 'token' | 'creds'>): InitOptions {
+  return { ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess, cluster: o.cluster, user: o.user, pass: o.pass, token: o.token, creds: o.creds };
+}
+
 /** How an experiment is run from code: a cluster to use, output, and a hook for tests. */
 export interface ExpIO {
   /** use this cluster instead of starting one from the options */
   cluster?: Cluster;
+  /** how that cluster was set up (`Runtime.note`): logged at the start as for a cluster the runner starts */
+  note?: string;
   /** where the final table goes. @default console.log */
   stdout?: (text: string) => void;
   /** called after each completed unit (tests stop a run part way by throwing here) */
@@ -199,8 +206,8 @@ export async function ensureLmTargets(targets: readonly string[], log: (line: st
 export function splitsMeta(o: CommonOptions): RunMeta['splits'] {
   const out: RunMeta['splits'] = {};
   for (const env of o.envs) {
-    const s = SPLITS[env]!;
-    out[env] = { train: s.train, test: s.test, testTasks: testTasks(env, o.test.tasks, o.seed).length, seeds: o.test.seeds };
+    const s = envDescriptor(env).splits;
+    out[env] = { train: s.train, test: [...s.test], testTasks: testTasks(env, o.test.tasks, o.seed).length, seeds: o.test.seeds };
   }
   return out;
 }
@@ -257,8 +264,9 @@ export async function runExperiment(
   let rt: Awaited<ReturnType<typeof init>> | null = null;
   let x: ExpRun | null = null;
   try {
-    const cluster = io.cluster ?? (rt = await init({ ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess, cluster: o.cluster, user: o.user, pass: o.pass, token: o.token, creds: o.creds })).cluster;
-    if (rt) progress.log(`hr1 exp ${exp}: ${rt.note}; run folder ${dir}`);
+    const cluster = io.cluster ?? (rt = await init(initOptionsOf(o))).cluster;
+    const note = rt?.note ?? io.note;
+    if (note !== undefined) progress.log(`hr1 exp ${exp}: ${note}; run folder ${dir}`);
     if (full.simulated.length) progress.log(`SIMULATED targets: ${full.simulated.join(', ')}`);
     await ensureLmTargets(meta.targets, (l) => progress.log(l));
     x = new ExpRun(cluster, run, progress, o.rollout, {}, io.onUnitDone);

@@ -4,6 +4,7 @@
  * and its first 10 failed episodes make the packet; each method writes one patch from it; the
  * patch is scored on every test task, paired with vanilla. Mean ± std of the gain over seeds.
  */
+import { envDescriptor } from '../../envs/registry.ts';
 import { z } from 'zod';
 import { Rng } from '../../cluster/rng.ts';
 import { extractPacket } from '../../policies/engineer/index.ts';
@@ -11,7 +12,7 @@ import { listTasks } from '../../envs/registry.ts';
 import { meanStd, type Interval } from '../report/bootstrap.ts';
 import { fmtDelta, fmtMeanStd, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
-import { ENV_METRICS, SPLITS, episodesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
+import { envMetrics, primaryMetric, episodesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, testSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { gainOf } from './sweep.ts';
@@ -43,7 +44,7 @@ export function resolveExpCrosstask(input: unknown): ExpCrosstaskOptions {
 
 /** The first `n` failed vanilla episodes of the train split in a seeded shuffle (episode seed s). */
 async function failuresSource(x: ExpRun, env: string, target: string, n: number, s: number): Promise<PacketSource> {
-  const order = new Rng(`crosstask|${env}|${s}`).shuffle(listTasks(env, SPLITS[env]!.train));
+  const order = new Rng(`crosstask|${env}|${s}`).shuffle(listTasks(env, envDescriptor(env).splits.train));
   const picked: PacketSource = { packet: extractPacket([]), records: [], episodes: [] };
   // roll the shuffled split in slices until n failures are in hand
   for (let i = 0; i < order.length && picked.records.length < n; i += 40) {
@@ -123,7 +124,7 @@ export function reportCrosstask(meta: RunMeta, rows: EvalRow[]): Report {
     const v = xs.filter((i): i is Interval => i !== null).map((i) => i.mean);
     return v.length ? meanStd(v) : null;
   };
-  const head = ['method', ...envs.map((e) => `${e} Δ (${ENV_METRICS[e]![0]})`), 'average'];
+  const head = ['method', ...envs.map((e) => `${e} Δ (${primaryMetric(e)})`), 'average'];
   const tRows = meta.methods.map((m) => {
     if (m.available !== true) return [m.label, m.available as string, ...envs.map(() => '—')];
     const envMs = envs.map((e) => ms(per[m.name]![e]!));

@@ -10,7 +10,6 @@ export { runExpAblate, resolveExpAblate, reportAblate, withoutHook, ExpAblateSch
 export { runExpCoevolve, resolveExpCoevolve, reportCoevolve, tunedOf, ExpCoevolveSchema, DEFAULT_COEVOLVE_BASE, DEFAULT_COEVOLVE_METHOD, type ExpCoevolveInput, type ExpCoevolveOptions } from './coevolve.ts';
 export { runReport, REPORTERS } from './regenerate.ts';
 export {
-  ENVS,
   DEFAULT_SEED,
   DEFAULT_TEST,
   DEFAULT_TRAIN,
@@ -18,6 +17,7 @@ export {
   DEFAULT_BOOTSTRAP,
   DEFAULT_ROLLOUT,
   defaultRunDir,
+  initOptionsOf,
   type CommonOptions,
   type ExpIO,
   type ExpResult,
@@ -26,4 +26,4 @@ export {
 export { registerMethod, resetMethods, getMethod, methodNames, ENGINEER_MISSING, PROMPTED_EDITOR, type Method, type MethodContext, type MethodKind, type MethodOptions } from '../runner/methods.ts';
 export { ExpError, type ExpErrorCode } from '../runner/errors.ts';
 export { RunDir, RUN_FILES, type RunMeta } from '../runner/run-dir.ts';
-export { SPLITS, ENV_METRICS, type EvalRow, type Outcome } from '../runner/evaluate.ts';
+export { envMetrics, primaryMetric, type EvalRow, type Outcome } from '../runner/evaluate.ts';

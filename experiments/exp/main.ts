@@ -5,11 +5,12 @@
  * held-out test tasks × seeds, paired with vanilla on the same episodes.
  */
 import { z } from 'zod';
+import { envDescriptor, inReportOrder } from '../../envs/registry.ts';
 import { bootstrapStrata, meanStd, pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { rowMean, taskSeedMatrix, type Metric } from '../report/data.ts';
 import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
-import { ENV_METRICS, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import { envMetrics, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 
@@ -89,12 +90,9 @@ export async function runExpMain(input: ExpMainInput & { config?: string }, io: 
   );
 }
 
-const ENV_TITLE: Record<string, string> = { alfworld: 'ALFWorld', webshop: 'WebShop', dbbench: 'DBBench' };
-
 /** Columns of the main table: each env's metrics, in a fixed env order. */
 function columns(envs: readonly string[]): { env: string; metric: Metric; title: string }[] {
-  const order = ['alfworld', 'webshop', 'dbbench'].filter((e) => envs.includes(e));
-  return order.flatMap((env) => ENV_METRICS[env]!.map((metric) => ({ env, metric, title: `${ENV_TITLE[env]} ${metric}` })));
+  return inReportOrder(envs).flatMap((env) => envMetrics(env).map((metric) => ({ env, metric, title: `${envDescriptor(env).title} ${metric}` })));
 }
 
 /** The main report, from stored rows only. */
@@ -102,7 +100,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
   const b = meta.config.bootstrap as { resamples: number; seed: number; level: number };
   const envs = Object.keys(meta.splits);
   const cols = columns(envs);
-  const primary = cols.filter((c) => c.metric === ENV_METRICS[c.env]![0]);
+  const primary = cols.filter((c) => c.metric === envMetrics(c.env)[0]);
   const target = meta.targets[0]!;
   const rowsOf = (method: string, env: string) => rows.filter((r) => r.method === method && r.env === env && r.target === target);
   const mat = (method: string, env: string, metric: Metric) => taskSeedMatrix(rowsOf(method, env), metric);
@@ -180,7 +178,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
   ].join('\n');
 
   const avail = meta.methods.filter((m) => m.available === true);
-  const cats = [...primary.map((c) => ENV_TITLE[c.env]!), 'average'];
+  const cats = [...primary.map((c) => envDescriptor(c.env).title), 'average'];
   const plots = [
     {
       name: 'main-primary',

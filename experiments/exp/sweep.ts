@@ -10,7 +10,7 @@ import { pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { heatmap } from '../report/plots.ts';
-import { ENV_METRICS, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import { envMetrics, primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { Method } from '../runner/methods.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, splitsMeta, targetEnvs, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';
@@ -104,7 +104,7 @@ export async function runExpSweep(input: ExpSweepInput & { config?: string }, io
 
 /** Gain of `method` over vanilla on one target and env (primary metric), paired. */
 export function gainOf(rows: readonly EvalRow[], env: string, target: string, method: string, variant: string, boot: { resamples: number; level: number; seed: string }, baseTarget = target): Interval | null {
-  const metric = ENV_METRICS[env]![0]!;
+  const metric = primaryMetric(env);
   const a = taskSeedMatrix(rows.filter((r) => r.env === env && r.target === target && r.method === method && r.variant === variant), metric);
   const v = taskSeedMatrix(rows.filter((r) => r.env === env && r.target === baseTarget && r.method === 'vanilla'), metric);
   return a && v ? pairedDelta([a], [v], boot) : null;
@@ -120,7 +120,7 @@ export function reportSweep(meta: RunMeta, rows: EvalRow[]): Report {
   const significant = flat.filter((c) => c.lo > 0).length;
   const negative = flat.filter((c) => c.mean < 0).length;
   const label = (t: string) => `${t}${meta.simulated.includes(t) ? ' (SIM)' : ''}`;
-  const head = ['target', ...envs.map((e) => `${e} Δ (${ENV_METRICS[e]![0]})`)];
+  const head = ['target', ...envs.map((e) => `${e} Δ (${primaryMetric(e)})`)];
   const tRows = meta.targets.map((t, i) => [label(t), ...cells[i]!.map((c) => fmtDelta(c))]);
   const summary = `positive cells: ${positive} of ${flat.length} (CI above 0: ${significant}; negative: ${negative})`;
   const md = [

@@ -7,11 +7,10 @@
 import type { Cluster } from '../../cluster/client.ts';
 import { Rng } from '../../cluster/rng.ts';
 import { ActorTaskError } from '../../cluster/errors.ts';
-import { SHIPPED_SETS } from '../../envs/dbbench/index.ts';
-import { listTasks, type EnvOptions } from '../../envs/registry.ts';
+import { envDescriptor, envNames, isEnvName, listTasks, type EnvMetric, type EnvOptions, type EnvSplits } from '../../envs/registry.ts';
 import { rollout } from '../../drivers/index.ts';
 import { type EpisodeRef } from '../../actors/index.ts';
-import { patchHash as hashOfPatch, toPatch, type EpisodeRecord } from '../../harness/index.ts';
+import { parsedPatch, type EpisodeRecord } from '../../harness/index.ts';
 import { extractPacket, packetHash, type Packet } from '../../policies/engineer/index.ts';
 import { makeBatches } from '../../drivers/index.ts';
 import { ExpError } from './errors.ts';
@@ -21,19 +20,20 @@ import type { ResultRow, RunDir } from './run-dir.ts';
 
 const EMPTY_PACKET: Packet = extractPacket([]);
 
-/** Where packets come from (train) and where patches are scored (test), per env. */
-export const SPLITS: Record<string, { train: string; test: string[] }> = {
-  alfworld: { train: 'valid_train', test: ['valid_seen'] },
-  dbbench: { train: 'v0.2/standard', test: ['v0.2/dev'] },
-  webshop: { train: 'train', test: ['dev', 'test'] },
-};
+/** The metrics reported for an env (the registry's); the first is its primary metric (used in averages). */
+export function envMetrics(env: string): readonly EnvMetric[] {
+  return envDescriptor(env).metrics;
+}
 
-/** The metrics reported per env; the first is the env's primary metric (used in averages). */
-export const ENV_METRICS: Record<string, ('success' | 'score')[]> = {
-  alfworld: ['success'],
-  webshop: ['score', 'success'],
-  dbbench: ['success'],
-};
+/** The env's primary metric. */
+export function primaryMetric(env: string): EnvMetric {
+  return envDescriptor(env).metrics[0];
+}
+
+function splitsOf(env: string): EnvSplits {
+  if (!isEnvName(env)) throw new ExpError('EXP_CONFIG', `envs: unknown env "${env}"; choose ${envNames().join(', ')}`, { path: 'envs' });
+  return envDescriptor(env).splits;
+}
 
 /** One episode's result: [taskId, seed, won (0/1), reward]. */
 export type Outcome = [string, number, 0 | 1, number];
@@ -58,8 +58,7 @@ export interface EvalRow extends ResultRow {
 
 /** Test tasks of an env: its test splits, `tasks` of them (or all) in a seeded shuffle. */
 export function testTasks(env: string, tasks: number | 'all', seed: number, envOptions: EnvOptions = {}): string[] {
-  const s = SPLITS[env];
-  if (!s) throw new ExpError('EXP_CONFIG', `envs: unknown env "${env}"; choose ${Object.keys(SPLITS).join(', ')}`, { path: 'envs' });
+  const s = splitsOf(env);
   const all = s.test.flatMap((sp) => listTasks(env, sp, envOptions));
   if (tasks === 'all' || tasks >= all.length) return all;
   return new Rng(`test|${env}|${seed}`).shuffle(all).slice(0, tasks);
@@ -72,8 +71,7 @@ export function episodesOf(tasks: readonly string[], seeds: readonly number[]): 
 
 /** Train batches of an env (its train split), batch i with episode seed `seed + i`. */
 export function trainBatches(env: string, o: { packets: number; batchSize: number; seed: number; envOptions?: EnvOptions }): EpisodeRef[][] {
-  const s = SPLITS[env];
-  if (!s) throw new ExpError('EXP_CONFIG', `envs: unknown env "${env}"`, { path: 'envs' });
+  const s = splitsOf(env);
   return makeBatches(env, { count: o.packets, size: o.batchSize, split: s.train, seed: o.seed, ...(o.envOptions ? { envOptions: o.envOptions } : {}) });
 }
 
@@ -100,15 +98,10 @@ export interface PacketSource {
   episodes: EpisodeRef[];
 }
 
-/**
- * DBBench tasks live in named sets that a fresh node process has not loaded (its env factory
- * loads only `data`), so a rollout of one shipped set's tasks names that set as `data`.
- */
+/** The env options a rollout of these episodes travels with (the env's `rolloutOptions`, if it has one). */
 export function envOptionsFor(env: string, episodes: readonly EpisodeRef[], base: EnvOptions): EnvOptions {
-  if (env !== 'dbbench' || base.data || episodes.length === 0) return base;
-  const sets = new Set(episodes.map((e) => e.taskId.slice(0, e.taskId.lastIndexOf('/'))));
-  const [set] = [...sets];
-  return sets.size === 1 && set && set in SHIPPED_SETS ? { ...base, data: set } : base;
+  const d = envDescriptor(env);
+  return d.rolloutOptions && episodes.length > 0 ? d.rolloutOptions(episodes.map((e) => e.taskId), base) : base;
 }
 
 /** Times a failed rollout is sent again before the unit fails. @default 2 */
@@ -180,8 +173,9 @@ export class ExpRun {
     this.progress.start(u.label, u.episodes.length);
     const hits0 = this.run.cache.hits;
     const { patch, packetHash: ph } = await u.patch();
-    const canonical = patch === null || patch === undefined ? null : toPatch(patch);
-    const records = await this.roll(u.env, u.target, canonical, u.episodes);
+    // the unit's patch is validated and canonicalised here, once; the rollout and its actors get the parsed value
+    const parsed = patch === null || patch === undefined ? null : parsedPatch(patch);
+    const records = await this.roll(u.env, u.target, parsed, u.episodes);
     const { outcomes, errors } = outcomesOf(records);
     const row: EvalRow = {
       key: u.key,
@@ -191,8 +185,8 @@ export class ExpRun {
       method: u.method,
       packet: u.packet,
       variant: u.variant ?? '',
-      patchHash: canonical ? hashOfPatch(canonical) : '',
-      patch: canonical,
+      patchHash: parsed ? parsed.hash : '',
+      patch: parsed ? parsed.patch : null,
       packetHash: ph,
       errors,
       outcomes,

@@ -3,5 +3,5 @@ export { ExpError, type ExpErrorCode } from './errors.ts';
 export { resolveOptions, loadConfigFile, mergeOptions, withConfigFile, configHash } from './config.ts';
 export { RunDir, RUN_FILES, type RunMeta, type ResultRow } from './run-dir.ts';
 export { registerMethod, resetMethods, getMethod, methodNames, methodAvailable, ENGINEER_MISSING, PROMPTED_EDITOR, type Method, type MethodContext, type MethodKind, type MethodOptions } from './methods.ts';
-export { ExpRun, SPLITS, ENV_METRICS, testTasks, trainBatches, episodesOf, outcomesOf, type EvalRow, type Outcome, type PacketSource, type RolloutSettings } from './evaluate.ts';
+export { ExpRun, envMetrics, primaryMetric, testTasks, trainBatches, episodesOf, outcomesOf, type EvalRow, type Outcome, type PacketSource, type RolloutSettings } from './evaluate.ts';
 export { makeProgress, type Progress, type ProgressMode } from './progress.ts';

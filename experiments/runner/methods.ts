@@ -1,7 +1,8 @@
 /**
  * Methods: what maps a failure packet to a patch. Baselines ignore the packet and return a fixed
- * patch; the prompted editor is the teacher; engineer methods are registered by the engineer's
- * side with {@link registerMethod}. Until then the engineer rows say why they are missing.
+ * patch; the prompted editor is the teacher; the built-in engineer's two checkpoints
+ * (`engineer-sft`, `engineer-grpo`, engineer-methods.ts) are built in too, and say why their rows
+ * are empty while no `engineer` path is given. {@link registerMethod} adds or replaces methods.
  */
 import type { Cluster } from '../../cluster/client.ts';
 import type { EpisodeCache } from '../../drivers/index.ts';
@@ -12,6 +13,7 @@ import { BASELINES } from '../../policies/targets/baselines.ts';
 import { rewardOf } from '../../drivers/index.ts';
 import { teacherPropose, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
+import { ENGINEER_MISSING, engineerMethods } from './engineer-methods.ts';
 
 export type MethodKind = 'baseline' | 'editor' | 'engineer';
 
@@ -56,23 +58,10 @@ export interface Method {
   propose(ctx: MethodContext): Promise<unknown | null>;
 }
 
-/** Why an engineer row is empty before an engineer is registered. */
-export const ENGINEER_MISSING = 'not available (engineer not trained: run hr1 train)';
+export { ENGINEER_MISSING };
 
 function fixed(name: string, label: string, patch: unknown): Method {
   return { name, label, kind: 'baseline', fixed: true, propose: async () => patch };
-}
-
-function placeholder(name: string, label: string): Method {
-  return {
-    name,
-    label,
-    kind: 'engineer',
-    available: () => ENGINEER_MISSING,
-    propose: async () => {
-      throw new ExpError('EXP_METHOD_FAILED', `${name}: ${ENGINEER_MISSING}`);
-    },
-  };
 }
 
 /**
@@ -101,18 +90,21 @@ export const PROMPTED_EDITOR: Method = {
   },
 };
 
-function builtins(): Method[] {
+/**
+ * The built-in methods, in row order: the baselines, the prompted editor and the built-in
+ * engineers. The registry starts as these, so every entry point sees the same methods.
+ */
+export function builtinMethods(): Method[] {
   return [
     fixed('vanilla', 'vanilla', BASELINES.vanilla),
     fixed('react', 'ReAct', BASELINES.react),
     fixed('self-refine', 'Self-Refine', BASELINES.selfRefine),
     PROMPTED_EDITOR,
-    placeholder('engineer-sft', 'engineer, SFT only'),
-    placeholder('engineer-grpo', 'engineer, SFT+GRPO'),
+    ...engineerMethods(),
   ];
 }
 
-const registry = new Map<string, Method>(builtins().map((m) => [m.name, m]));
+const registry = new Map<string, Method>(builtinMethods().map((m) => [m.name, m]));
 
 /** Add a method, or replace the one of the same name (e.g. the trained engineers). */
 export function registerMethod(m: Method): void {
@@ -123,7 +115,7 @@ export function registerMethod(m: Method): void {
 /** Put the built-in registry back (tests). */
 export function resetMethods(): void {
   registry.clear();
-  for (const m of builtins()) registry.set(m.name, m);
+  for (const m of builtinMethods()) registry.set(m.name, m);
 }
 
 export function methodNames(): string[] {

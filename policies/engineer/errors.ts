@@ -1,5 +1,6 @@
 import { Hr1Error, type Hr1ErrorFields } from '../../cluster/errors.ts';
 
+/** Codes of {@link EngineerError}. */
 export type EngineerErrorCode =
   /** an episode record or a packet that does not have the documented shape */
   | 'ENGINEER_BAD_RECORD'
@@ -12,7 +13,7 @@ export type EngineerErrorCode =
   | 'ENGINEER_BAD_TOKENS';
 
 /** An error of the engineer layer; `field` names the offending path where there is one. */
-export class EngineerError extends Hr1Error {
+export class EngineerError extends Hr1Error<EngineerErrorCode> {
   /** e.g. `records[3].outcome.reward` */
   readonly field: string | undefined;
   constructor(code: EngineerErrorCode, message: string, fields: Hr1ErrorFields & { field?: string } = {}) {

@@ -6,6 +6,7 @@
  * skills, at most 12 rules and code hooks, at most MAX_COMPONENTS in all), so every sample parses.
  * The engineer learns which components to compose for which packet; it does not write free text.
  */
+import { ENV_NAMES } from '../../envs/registry.ts';
 import { Rng } from '../../cluster/rng.ts';
 import { canonicalJson, toPatch, type CodeHook, type Patch, type Rule } from '../../harness/index.ts';
 import { EngineerError } from './errors.ts';
@@ -16,7 +17,8 @@ import { BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, countToken, tokenId } from './token
 export type LibraryItem = { kind: 'skill'; skill: string } | { kind: 'rule'; rule: Rule } | { kind: 'code'; code: CodeHook };
 
 const KINDS: Finding['kind'][] = ['loop', 'noop', 'invalid_format', 'sql_error', 'invalid_click', 'step_limit', 'early_finish', 'revisit'];
-const ENVS: Env[] = ['alfworld', 'dbbench', 'webshop', 'other'];
+// the shipped envs (not registered ones): the library and the vocabulary must not change with registrations
+const ENVS: Env[] = [...ENV_NAMES, 'other'];
 
 function keyOf(it: LibraryItem): string {
   return canonicalJson(it);
@@ -129,7 +131,7 @@ const count = countToken;
  * read in its context): env, batch counts, signal totals, then per episode its status and signals.
  */
 export function engineerPromptTokens(p: Packet, maxTokens = 200): number[] {
-  const env = tokenId(`<env:${['alfworld', 'dbbench', 'webshop'].includes(p.env) ? p.env : 'other'}>`);
+  const env = tokenId(`<env:${(ENV_NAMES as readonly string[]).includes(p.env) ? p.env : 'other'}>`);
   const out = [BOS_ID, env, count(p.batch.won), count(p.batch.failed), count(p.episodes.length)];
   const t = p.totals;
   const sig: [string, { episodes: number; count: number }][] = [

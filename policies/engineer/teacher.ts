@@ -4,6 +4,7 @@
  * signals: name the failure, then pick a mechanism (a typed rule, a code hook, a skill) and a
  * phrasing. Deterministic given (packet, seed); different seeds give different proposals.
  */
+import { ENV_NAMES, type EnvName } from '../../envs/registry.ts';
 import { Rng, hashString } from '../../cluster/rng.ts';
 import { patchHash, toPatch, type CodeHook, type Patch, type Rule } from '../../harness/index.ts';
 import { packetHash, type Packet } from './packet.ts';
@@ -65,10 +66,11 @@ export interface Component {
   why: string;
 }
 
-export type Env = 'alfworld' | 'dbbench' | 'webshop' | 'other';
+/** A shipped env, whose phrasings the teacher knows, or `other` (a registered env: generic phrasings). */
+export type Env = EnvName | 'other';
 
 function envOf(p: Packet): Env {
-  return p.env === 'alfworld' || p.env === 'dbbench' || p.env === 'webshop' ? p.env : 'other';
+  return (ENV_NAMES as readonly string[]).includes(p.env) ? (p.env as EnvName) : 'other';
 }
 
 const LOOP_BLOCK = [

@@ -1,5 +1,6 @@
 import { Hr1Error, type Hr1ErrorFields } from '../../cluster/errors.ts';
 
+/** Codes of {@link ValidatorError}. */
 export type ValidatorErrorCode =
   /** an option that is out of range; `field` names it */
   | 'VALIDATOR_BAD_OPTION'
@@ -13,7 +14,7 @@ export type ValidatorErrorCode =
   | 'VALIDATOR_BAD_ROW';
 
 /** An error of the validator layer; `field` names the offending option where there is one. */
-export class ValidatorError extends Hr1Error {
+export class ValidatorError extends Hr1Error<ValidatorErrorCode> {
   readonly field: string | undefined;
   constructor(code: ValidatorErrorCode, message: string, fields: Hr1ErrorFields & { field?: string } = {}) {
     super(code, message, { retryable: false, ...fields, data: { ...(fields.field === undefined ? {} : { field: fields.field }), ...fields.data } });

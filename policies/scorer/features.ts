@@ -3,13 +3,15 @@
  * models: packet signal totals and counts, the env one-hot and the diagnosis; the patch as a
  * multi-hot over the component LIBRARY plus counts per hook. Pure; same input → same vector.
  */
+import { ENV_NAMES } from '../../envs/registry.ts';
 import { toPatch, type Patch } from '../../harness/index.ts';
 import { LIBRARY, COMPONENT_BASE_ID, patchToTokens, diagnose, type Packet } from '../engineer/index.ts';
 
 /** Bump when the vector changes; models record it and refuse a mismatch. */
 export const FEATURE_VERSION = 1;
 
-const ENVS = ['alfworld', 'dbbench', 'webshop', 'other'] as const;
+// the shipped envs only: the vector's layout must not change with registered envs
+const ENVS = [...ENV_NAMES, 'other'] as const;
 const SIGNALS = ['repeated', 'noOps', 'invalidFormats', 'sqlErrors', 'invalidClicks', 'repeatedObservations', 'stepLimit'] as const;
 const FINDINGS = ['loop', 'noop', 'invalid_format', 'sql_error', 'invalid_click', 'step_limit', 'early_finish', 'revisit'] as const;
 const HOOKS = ['init', 'preDecision', 'preAction', 'postFeedback'] as const;

@@ -1,7 +1,7 @@
 /** Models from target spec strings: `sim/<profile>` (SIMULATED), `openai:<url>#<model>`, `lm/<name>`. */
 import { Hr1Error } from '../../cluster/errors.ts';
 import type { Model } from '../../harness/index.ts';
-import { parseTargetSpec } from './spec.ts';
+import { parseTargetSpec, type TargetErrorCode } from './spec.ts';
 import { simModel } from './sim/sim.ts';
 
 export async function makeModel(spec: string): Promise<Model> {
@@ -15,5 +15,5 @@ export async function makeModel(spec: string): Promise<Model> {
     const { lmModel } = await import('./lm/index.ts');
     return lmModel(t.name);
   }
-  throw new Hr1Error('TARGET_NOT_AVAILABLE', `target "${spec}" is not available`);
+  throw new Hr1Error<TargetErrorCode>('TARGET_NOT_AVAILABLE', `target "${spec}" is not available`, { data: { spec } });
 }

@@ -41,8 +41,11 @@ const BODY_EXCERPT = 300;
 
 // ---------------------------------------------------------------- errors
 
+/** Codes of {@link OpenAIError}. */
+export type OpenAIErrorCode = 'OPENAI_HTTP' | 'OPENAI_TIMEOUT' | 'OPENAI_NETWORK' | 'OPENAI_BAD_RESPONSE' | 'OPENAI_RETRIES_EXHAUSTED' | 'OPENAI_FORMAT';
+
 /** Any failure of the openai target; `code` says which. */
-export class OpenAIError extends Hr1Error {}
+export class OpenAIError extends Hr1Error<OpenAIErrorCode> {}
 
 /** The server answered a non-2xx status. Retryable for 429 and 5xx. */
 export class OpenAIHttpError extends OpenAIError {

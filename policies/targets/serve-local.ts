@@ -9,7 +9,7 @@ import { loadGames, reset as alfReset } from '../../envs/alfworld/index.ts';
 import { loadTasks, SHIPPED_SETS } from '../../envs/dbbench/index.ts';
 import type { ChatMessage, DecisionContext } from '../../harness/index.ts';
 import { parseTargetSpec } from './spec.ts';
-import { serveTarget, startServer, type RunningServer, type ServerOptions } from './serve.ts';
+import { serveTarget, startServer, type RunningServer, type ServeErrorCode, type ServerOptions } from './serve.ts';
 import { envFactory } from '../../envs/registry.ts';
 import { makeModel } from './make.ts';
 
@@ -33,7 +33,7 @@ function findTask(env: string, messages: readonly ChatMessage[]): string {
       if (id) return id;
     }
   }
-  throw new Hr1Error('SERVE_UNKNOWN_TASK', `the conversation does not open like a shipped ${env} task; a served sim can only play the shipped tasks (send the env's own opening messages)`);
+  throw new Hr1Error<ServeErrorCode>('SERVE_UNKNOWN_TASK', `the conversation does not open like a shipped ${env} task; a served sim can only play the shipped tasks (send the env's own opening messages)`);
 }
 
 /** Serve `sim/<profile>` for one env, or what policies/targets/serve.ts serves (echo). */
@@ -41,7 +41,7 @@ export async function serveLocal(spec: string, opts: Omit<ServerOptions, 'backen
   const t = parseTargetSpec(spec);
   if (t.kind !== 'sim') return serveTarget(spec, opts);
   const env = opts.env;
-  if (env !== 'alfworld' && env !== 'dbbench') throw new Hr1Error('BAD_OPTION', `serving ${spec} needs --env alfworld or --env dbbench (the sim plays one env)`);
+  if (env !== 'alfworld' && env !== 'dbbench') throw new Hr1Error<ServeErrorCode>('BAD_OPTION', `serving ${spec} needs --env alfworld or --env dbbench (the sim plays one env)`);
   const model = await makeModel(spec);
   const server = await startServer({
     ...opts,

@@ -105,9 +105,16 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * Codes of `hr1 serve` failures: {@link ServeError}'s, and the two serve-local.ts raises as a
+ * plain Hr1Error (`SERVE_UNKNOWN_TASK`: a conversation that is no shipped task; `BAD_OPTION`: a
+ * sim served without `--env`).
+ */
+export type ServeErrorCode = 'SERVE_UNSUPPORTED_TARGET' | 'SERVE_LISTEN' | 'SERVE_UNKNOWN_TASK' | 'BAD_OPTION';
+
 /** A failure of `hr1 serve` itself (bad options, a target it cannot serve, a port in use). */
-export class ServeError extends Hr1Error {
-  constructor(code: 'SERVE_UNSUPPORTED_TARGET' | 'SERVE_LISTEN', message: string, fields: Hr1ErrorFields = {}) {
+export class ServeError extends Hr1Error<ServeErrorCode> {
+  constructor(code: ServeErrorCode, message: string, fields: Hr1ErrorFields = {}) {
     super(code, message, { retryable: false, ...fields });
   }
 }

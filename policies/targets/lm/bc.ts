@@ -11,7 +11,8 @@
 import { Rng } from '../../../cluster/rng.ts';
 import { admissible as alfAdmissible, expert as alfExpert, loadGames, reset as alfReset, step as alfStep, type AlfState, type Game } from '../../../envs/alfworld/index.ts';
 import { expert as wsExpert, loadWebshop, reset as wsReset, step as wsStep, type WebshopState } from '../../../envs/webshop/index.ts';
-import { alfworldEnv, runEpisode, webshopEnv, type ChatMessage, type EnvFactory, type Model } from '../../../harness/index.ts';
+import { envDescriptor, envFactory as registryFactory, listTasks } from '../../../envs/registry.ts';
+import { runEpisode, type ChatMessage, type EnvFactory, type Model } from '../../../harness/index.ts';
 import { explorer } from './explorer.ts';
 import { slotMap, slotMessages, toSlots } from './slots.ts';
 import { buildContext, type ContextBudget } from './context.ts';
@@ -23,8 +24,6 @@ export type LmEnv = 'alfworld' | 'webshop';
 export type AlfTeacher = 'explorer' | 'oracle';
 export const LM_ENVS: readonly LmEnv[] = ['alfworld', 'webshop'];
 
-/** the split BC data is drawn from (evaluation uses the other one) */
-export const TRAIN_SPLIT: Record<LmEnv, string> = { alfworld: 'valid_train', webshop: 'train' };
 /** the split vanilla success is measured on */
 export const EVAL_SPLIT: Record<LmEnv, string> = { alfworld: 'valid_seen', webshop: 'test' };
 
@@ -94,16 +93,14 @@ function wsMirror(goalId: string): Mirror {
   };
 }
 
-/** Task ids of a split, in the data's order. */
+/** Task ids of a split, in the data's order (the env registry's). */
 export function taskIds(env: LmEnv, split: string): string[] {
-  if (env === 'alfworld') return loadGames().games.filter((g) => split === 'all' || g.split === split).map((g) => g.id);
-  return loadWebshop().goals.filter((g) => split === 'all' || g.split === split).map((g) => g.id);
+  return listTasks(env, split);
 }
 
-/** An env factory for a task id. */
+/** An env factory for a task id (the env registry's, default options). */
 export function envFactory(env: LmEnv, taskId: string): EnvFactory {
-  if (env === 'alfworld') return alfworldEnv(loadGames().get(taskId)!);
-  return webshopEnv(taskId);
+  return registryFactory(env, taskId);
 }
 
 /**
@@ -112,7 +109,7 @@ export function envFactory(env: LmEnv, taskId: string): EnvFactory {
  */
 export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]> {
   const rng = new Rng(`lm-bc:${o.env}:${o.seed}`);
-  const pool = o.tasks ?? taskIds(o.env, TRAIN_SPLIT[o.env]);
+  const pool = o.tasks ?? taskIds(o.env, envDescriptor(o.env).splits.train);
   const order: string[] = [];
   while (order.length < o.episodes) order.push(...rng.shuffle(pool));
   const out: BcDecision[] = [];

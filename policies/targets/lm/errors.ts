@@ -1,11 +1,11 @@
 /** Typed errors of the learned targets. */
 import { Hr1Error, type Hr1ErrorFields } from '../../../cluster/errors.ts';
 
+/** Codes of {@link LmTargetError}. */
 export type LmErrorCode = 'LM_NOT_BUILT' | 'LM_UNKNOWN' | 'LM_BAD_META' | 'LM_BAD_OPTION' | 'LM_BUILD_FAILED';
 
 /** A learned-target failure; `code` says which, `data` holds the values involved. */
-export class LmTargetError extends Hr1Error {
-  declare readonly code: LmErrorCode;
+export class LmTargetError extends Hr1Error<LmErrorCode> {
   constructor(code: LmErrorCode, message: string, fields: Hr1ErrorFields = {}) {
     super(code, message, { retryable: false, ...fields });
   }

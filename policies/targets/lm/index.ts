@@ -12,7 +12,7 @@ export { LmTokenizer, normalizeText, LM_SPECIAL_TOKENS, PAD_ID, BOS_ID, EOS_ID }
 export { harvestWords, DEFAULT_MAX_WORDS } from './vocab.ts';
 export { buildContext, segmentMessages, DEFAULT_MAX_NEW_TOKENS, type ContextBudget, type Segments } from './context.ts';
 export { withHints, sampleHintText, SKILL_BANK, WARNING_BANK, TEMPLATE_BANK, type HintInputs, type HintRates } from './hints.ts';
-export { collectDecisions, bcRows, taskIds, envFactory, TRAIN_SPLIT, EVAL_SPLIT, LM_ENVS, type AlfTeacher, type BcDecision, type BcRow, type CollectOptions, type LmEnv } from './bc.ts';
+export { collectDecisions, bcRows, taskIds, envFactory, EVAL_SPLIT, LM_ENVS, type AlfTeacher, type BcDecision, type BcRow, type CollectOptions, type LmEnv } from './bc.ts';
 export { explorer, searchPrior, type Explorer, type SearchPrior } from './explorer.ts';
 export { slotMap, toSlots, fromSlots, slotMessages, SLOT_WORD, MAX_SLOTS, type SlotMap } from './slots.ts';
 export {

@@ -7,7 +7,8 @@
  */
 import { loadGames } from '../../../envs/alfworld/index.ts';
 import { loadWebshop } from '../../../envs/webshop/index.ts';
-import { ALFWORLD_INSTRUCTIONS, WEBSHOP_INSTRUCTIONS } from '../../../harness/index.ts';
+import { ALFWORLD_INSTRUCTIONS } from '../../../envs/alfworld/index.ts';
+import { WEBSHOP_INSTRUCTIONS } from '../../../envs/webshop/index.ts';
 import { collectDecisions, type LmEnv } from './bc.ts';
 import { SKILL_BANK, TEMPLATE_BANK, WARNING_BANK } from './hints.ts';
 

@@ -1,6 +1,7 @@
 import { Hr1Error } from '../../../cluster/errors.ts';
 import { Rng, hashString } from '../../../cluster/rng.ts';
 import type { ChatMessage, DecisionContext, Model } from '../../../harness/types.ts';
+import type { TargetErrorCode } from '../spec.ts';
 import { MODES, modesAddressed, type Mode } from './modes.ts';
 import { ENV_SCALE, SIM_PROFILES, simProfile, type SimProfile } from './profiles.ts';
 import { alfworldCorruptor } from './alfworld.ts';
@@ -98,7 +99,7 @@ export interface SimModelOptions {
  */
 export function simModel(profileName: string, opts: SimModelOptions = {}): Model {
   const p = simProfile(profileName);
-  if (!p) throw new Hr1Error('UNKNOWN_SIM_PROFILE', `no simulated profile "${profileName}"; choose one of ${SIM_PROFILES.map((x) => x.name).join(', ')}`, { data: { profile: profileName } });
+  if (!p) throw new Hr1Error<TargetErrorCode>('UNKNOWN_SIM_PROFILE', `no simulated profile "${profileName}"; choose one of ${SIM_PROFILES.map((x) => x.name).join(', ')}`, { data: { profile: profileName } });
   // proposals the harness blocked so far, per episode: a rise since the last decision means this
   // decision is a re-ask after a block (executed actions = ctx.step; every other output was blocked)
   // keyed by the episode's session object: no state leaks between episodes, even concurrent ones
@@ -106,7 +107,7 @@ export function simModel(profileName: string, opts: SimModelOptions = {}): Model
   return {
     name: `sim/${p.name}`,
     async decide(ctx: DecisionContext): Promise<string> {
-      if (!ctx.session.expert) throw new Hr1Error('SIM_NO_ORACLE', `simulated targets need an env with an expert; ${ctx.env} has none`);
+      if (!ctx.session.expert) throw new Hr1Error<TargetErrorCode>('SIM_NO_ORACLE', `simulated targets need an env with an expert; ${ctx.env} has none`, { data: { env: ctx.env } });
       const oracle = (await ctx.session.expert()) ?? '';
       const corrupt = CORRUPTORS[ctx.env];
       if (!corrupt) return oracle;

@@ -2,20 +2,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import {
-  closeAll,
-  findMariadb,
-  liveEpisodes,
-  loadTasks,
-  MysqlBackend,
-  reset,
-  startMariadb,
-  step,
-  useBackend,
-  verifyDbbench,
-  type DbbenchState,
-  type MariadbServer,
-} from '../../../envs/dbbench/index.ts';
+import { closeAll, findMariadb, liveEpisodes, loadTasks, MysqlBackend, reset, startMariadb, step, useBackend, verifyDbbench, type DbbenchState, type MariadbServer } from '../../../envs/dbbench/index.ts';
 
 const HAVE = findMariadb() !== null;
 if (!HAVE) console.log('[dbbench/mariadb] SKIPPED: mariadbd not found; install it with `apt-get install -y mariadb-server`');

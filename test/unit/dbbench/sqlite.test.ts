@@ -1,18 +1,5 @@
 import test from 'ava';
-import {
-  closeAll,
-  expert,
-  FC_TOOLS,
-  liveEpisodes,
-  loadTasks,
-  reset,
-  step,
-  V02_PROMPT,
-  verifyDbbench,
-  benchDbbench,
-  type DbbenchState,
-  type DbbenchTask,
-} from '../../../envs/dbbench/index.ts';
+import { closeAll, expert, FC_TOOLS, liveEpisodes, loadTasks, reset, step, V02_PROMPT, verifyDbbench, benchDbbench, type DbbenchState, type DbbenchTask } from '../../../envs/dbbench/index.ts';
 import { checkSandbox, mysqlToSqlite } from '../../../envs/dbbench/dialect.ts';
 
 test.after.always(() => closeAll());

@@ -4,7 +4,8 @@ import { validatePatch } from '../../../harness/index.ts';
 import { COMPONENT_BASE_ID, ENGINEER_VOCAB_SIZE, EOS_ID, LIBRARY, MAX_COMPONENTS, PATCH_OPEN_ID, allowedNext, engineerPromptTokens, patchToTokens, tokensToPatch } from '../../../policies/engineer/patch-lang.ts';
 import { extractPacket, teacherPropose, VOCAB_SIZE } from '../../../policies/engineer/index.ts';
 import { loadGames } from '../../../envs/alfworld/index.ts';
-import { alfworldEnv, runEpisode } from '../../../harness/index.ts';
+import { alfworldEnv } from '../../../envs/alfworld/index.ts';
+import { runEpisode } from '../../../harness/index.ts';
 import { simModel } from '../../../policies/targets/sim/sim.ts';
 
 test('patch language - the library holds the teacher\'s components, after the packet vocabulary', (t) => {

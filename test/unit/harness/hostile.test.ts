@@ -1,16 +1,7 @@
 import test from 'ava';
 import { loadGames } from '../../../envs/alfworld/index.ts';
-import {
-  DEFAULT_SMOKE_GAME,
-  HOSTILE_CORPUS,
-  alfworldEnv,
-  baseHarness,
-  composeHarness,
-  expertModel,
-  parsePatch,
-  runEpisode,
-  validatePatch,
-} from '../../../harness/index.ts';
+import { DEFAULT_SMOKE_GAME, HOSTILE_CORPUS, baseHarness, composeHarness, expertModel, parsePatch, runEpisode, validatePatch } from '../../../harness/index.ts';
+import { alfworldEnv } from '../../../envs/alfworld/index.ts';
 
 const game = loadGames().get(DEFAULT_SMOKE_GAME);
 

@@ -1,19 +1,9 @@
 import test from 'ava';
 import { loadGames } from '../../../envs/alfworld/index.ts';
 import { loadTasks } from '../../../envs/dbbench/index.ts';
-import {
-  DEFAULT_SMOKE_GAME,
-  alfworldEnv,
-  baseHarness,
-  composeHarness,
-  dbbenchEnv,
-  expertModel,
-  runEpisode,
-  scriptedModel,
-  type DecisionContext,
-  type EpisodeRecord,
-  type HarnessError,
-} from '../../../harness/index.ts';
+import { DEFAULT_SMOKE_GAME, baseHarness, composeHarness, expertModel, runEpisode, scriptedModel, type DecisionContext, type EpisodeRecord, type HarnessError } from '../../../harness/index.ts';
+import { alfworldEnv } from '../../../envs/alfworld/index.ts';
+import { dbbenchEnv } from '../../../envs/dbbench/index.ts';
 
 const game = loadGames().get(DEFAULT_SMOKE_GAME);
 const env = alfworldEnv(game);

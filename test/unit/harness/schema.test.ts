@@ -1,17 +1,5 @@
 import test from 'ava';
-import {
-  HarnessError,
-  MAX_ENTRIES,
-  baseHarness,
-  canonicalJson,
-  composeHarness,
-  harnessVersion,
-  isHarnessError,
-  parsePatch,
-  patchHash,
-  removePatch,
-  toPatch,
-} from '../../../harness/index.ts';
+import { HarnessError, MAX_ENTRIES, baseHarness, canonicalJson, composeHarness, harnessVersion, isHarnessError, parsePatch, patchHash, removePatch, toPatch } from '../../../harness/index.ts';
 
 const good = {
   skills: ['Open receptacles before searching them.'],

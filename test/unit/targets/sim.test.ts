@@ -1,6 +1,7 @@
 import test from 'ava';
 import { loadGames } from '../../../envs/alfworld/index.ts';
-import { alfworldEnv, baseHarness, canonicalJson, composeHarness, runEpisode } from '../../../harness/index.ts';
+import { alfworldEnv } from '../../../envs/alfworld/index.ts';
+import { baseHarness, canonicalJson, composeHarness, runEpisode } from '../../../harness/index.ts';
 import { effectiveRates, simModel } from '../../../policies/targets/sim/sim.ts';
 import { SIM_PROFILES, simProfile } from '../../../policies/targets/sim/profiles.ts';
 import { MODES } from '../../../policies/targets/sim/modes.ts';

@@ -2,7 +2,8 @@ import test from 'ava';
 import { listTasks } from '../../../envs/registry.ts';
 import { rollout, summarizeRecords } from '../../../drivers/index.ts';
 import { init } from '../../../cluster/init.ts';
-import { canonicalJson, expertModel, parseWebshopAction, runEpisode, webshopEnv } from '../../../harness/index.ts';
+import { canonicalJson, expertModel, runEpisode } from '../../../harness/index.ts';
+import { parseWebshopAction, webshopEnv } from '../../../envs/webshop/index.ts';
 
 test('webshop - the harness adapter parses search[...] and click[...] and flags anything else', (t) => {
   t.deepEqual(parseWebshopAction('Thought: look.\nAction: Search[red shoes]'), { action: 'search[red shoes]', ok: true });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { WorkerPool } from '../../cluster/pool.ts';
 import { table } from './table.ts';
+import { CommandError } from './errors.ts';
 
 export interface VerifyEnvOptions {
   data?: string;
@@ -39,14 +40,19 @@ export async function verifyEnv(env: string, o: VerifyEnvOptions): Promise<boole
     console.log(`webshop: expert reached reward 1 on ${r.solved}/${r.total} goals: ${r.ok ? 'OK' : 'FAILED'}`);
     return r.ok;
   }
-  throw new Error(`unknown env "${env}"; choose alfworld, dbbench or webshop`);
+  throw new CommandError('BAD_ENV', `unknown env "${env}"; choose alfworld, dbbench or webshop`);
 }
 
 /** `hr1 envs replay alfworld --game … < actions.txt`. */
 export async function replayEnv(env: string, o: { data?: string; game: string; grammar?: 'legacy' | 'current'; actions?: string }): Promise<void> {
-  if (env !== 'alfworld') throw new Error(`replay is available for alfworld; got "${env}"`);
+  if (env !== 'alfworld') throw new CommandError('BAD_ENV', `replay is available for alfworld only, got "${env}"; run hr1 envs replay alfworld --game …`);
   const { replayAlfworld } = await import('../../envs/alfworld/index.ts');
-  const text = o.actions ? readFileSync(o.actions, 'utf8') : readFileSync(0, 'utf8');
+  let text: string;
+  try {
+    text = o.actions ? readFileSync(o.actions, 'utf8') : readFileSync(0, 'utf8');
+  } catch (e) {
+    throw new CommandError('BAD_FILE', `${o.actions ? `--actions ${o.actions}` : 'stdin'}: cannot read the actions (${(e as Error).message}); pass a text file with one action a line`, { cause: e });
+  }
   const actions = text.split('\n').map((l) => l.trim()).filter((l) => l.length > 0 && !l.startsWith('#'));
   for (const line of replayAlfworld({ game: o.game, actions, ...(o.data ? { dataDir: o.data } : {}), ...(o.grammar ? { grammar: o.grammar } : {}) })) console.log(line);
 }
@@ -137,5 +143,10 @@ export async function benchEnv(env: string, o: { seconds: number; threads: numbe
     }
     return;
   }
-  throw new Error(`unknown env "${env}"; choose alfworld, dbbench or webshop`);
+  throw new CommandError('BAD_ENV', `unknown env "${env}"; choose alfworld, dbbench or webshop`);
+}
+
+/** `hr1 envs verify <env>` as the CLI runs it: the report, and exit code 1 when a check failed. */
+export async function verifyEnvCommand(env: string, o: VerifyEnvOptions): Promise<void> {
+  if (!(await verifyEnv(env, o))) process.exitCode = 1;
 }

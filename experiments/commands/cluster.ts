@@ -6,7 +6,7 @@ import { Cluster } from '../../cluster/client.ts';
 import { Hr1Error } from '../../cluster/errors.ts';
 import { ClusterNode } from '../../cluster/node.ts';
 import { cpus } from 'node:os';
-import { authOf, type ClusterCliOptions } from './options.ts';
+import { authOf, type ClusterCliOptions } from './runtime.ts';
 import { table } from './table.ts';
 
 export interface NodeCliOptions extends ClusterCliOptions {

@@ -1,8 +1,6 @@
-import { init } from '../../cluster/init.ts';
 import { Ledger, Shard } from '../demo/actors.ts';
 import { summarize, table } from './table.ts';
-import type { ClusterCliOptions } from './options.ts';
-import { authOf } from './options.ts';
+import { startCluster, type ClusterCliOptions } from './runtime.ts';
 
 export interface DemoOptions extends ClusterCliOptions {
   shards: number;
@@ -12,7 +10,7 @@ export interface DemoOptions extends ClusterCliOptions {
 
 /** A small demo of the cluster: a few actors, a few thousand calls, a summary. */
 export async function runDemo(o: DemoOptions): Promise<void> {
-  const rt = await init({ ...authOf(o), cluster: o.cluster, ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess ?? false });
+  const rt = await startCluster(o);
   try {
     console.log(`hr1 demo: ${rt.note}`);
     const ledger = await rt.cluster.spawn(Ledger.options({ name: 'demo-ledger' }));

@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
-import { init } from '../../cluster/init.ts';
 import { Hr1Error } from '../../cluster/errors.ts';
 import { EpisodeCache, DEFAULT_CACHE_PATH, rollout, summarizeRecords } from '../../drivers/index.ts';
 import { listTasks, type EnvOptions } from '../../envs/registry.ts';
 import { BASELINES, BASELINE_NAMES, type BaselineName } from '../../policies/targets/baselines.ts';
-import { parseTargetSpec } from '../../policies/targets/spec.ts';
-import { authOf, type ClusterCliOptions } from './options.ts';
+import { startCluster, type ClusterCliOptions } from './runtime.ts';
+import { checkTarget } from './targets.ts';
 import { table } from './table.ts';
 import type { EpisodeRecord } from '../../harness/index.ts';
 
@@ -33,12 +32,19 @@ export interface EvalOptions extends ClusterCliOptions {
 /** `--tasks 20` (the first 20 of the split), `--tasks 0-9,15` (indices) or `--tasks id1,id2`. */
 export function selectTasks(all: string[], spec: string | undefined): string[] {
   if (!spec) return all;
-  if (/^\d+$/.test(spec)) return all.slice(0, Number(spec));
+  if (/^\d+$/.test(spec)) {
+    if (Number(spec) === 0) throw new Hr1Error('BAD_OPTION', '--tasks: 0 tasks is no evaluation; give a positive count, index ranges (0-9,15) or ids');
+    return all.slice(0, Number(spec));
+  }
   if (/^[\d,\s-]+$/.test(spec)) {
     const out: string[] = [];
     for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
-      const [a, b] = part.split('-').map(Number) as [number, number | undefined];
-      for (let i = a; i <= (b ?? a); i++) {
+      const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+      if (!m) throw new Hr1Error('BAD_OPTION', `--tasks: "${part}" is not a count, an index or a range; write e.g. --tasks 20, --tasks 0-9,15 or task ids`);
+      const a = Number(m[1]);
+      const b = m[2] === undefined ? a : Number(m[2]);
+      if (b < a) throw new Hr1Error('BAD_OPTION', `--tasks: the range "${part}" ends before it starts; write e.g. --tasks 0-9`);
+      for (let i = a; i <= b; i++) {
         const t = all[i];
         if (t === undefined) throw new Hr1Error('BAD_OPTION', `--tasks: index ${i} is out of range (the split has ${all.length} tasks)`);
         out.push(t);
@@ -90,20 +96,22 @@ function hookTotals(records: readonly EpisodeRecord[]): Record<string, number> {
 
 /** `hr1 eval`: roll a target (+ patch) out on tasks × seeds and report. */
 export async function runEval(o: EvalOptions): Promise<void> {
-  const spec = parseTargetSpec(o.target);
+  const spec = checkTarget(o.target);
   const envOptions: EnvOptions = { data: o.data, protocol: o.protocol, db: o.db };
   const tasks = selectTasks(listTasks(o.env, o.split, envOptions), o.tasks);
   const seeds = parseSeeds(o.seeds);
   const episodes = seeds.flatMap((seed) => tasks.map((taskId) => ({ taskId, seed })));
   const patch = loadPatch(o);
-  const rt = await init({ ...authOf(o), cluster: o.cluster, ...(o.address ? { address: o.address } : {}), inProcess: o.inProcess ?? false });
-  const cache = o.cache ? new EpisodeCache(o.cachePath) : null;
+  const rt = await startCluster(o);
+  let cache: EpisodeCache | null = null;
   const simNote = spec.kind === 'sim' ? ' (SIMULATED target)' : '';
   const log = (l: string) => process.stderr.write(`${l}\n`);
-  if (!o.json) log(`hr1 eval: ${o.env}, ${tasks.length} tasks × ${seeds.length} seeds, target ${o.target}${simNote}, ${o.baseline ? `baseline ${o.baseline}` : o.patch ? `patch ${o.patch}` : 'no patch'}; ${rt.note}`);
-  const bar = o.progress && !o.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'episodes {bar} {value}/{total} ({cached} cached) {eta_formatted} left', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
-  bar?.start(episodes.length, 0, { cached: 0 });
+  let bar: cliProgress.SingleBar | null = null;
   try {
+    cache = o.cache ? new EpisodeCache(o.cachePath) : null;
+    if (!o.json) log(`hr1 eval: ${o.env}, ${tasks.length} tasks × ${seeds.length} seeds, target ${o.target}${simNote}, ${o.baseline ? `baseline ${o.baseline}` : o.patch ? `patch ${o.patch}` : 'no patch'}; ${rt.note}`);
+    bar = o.progress && !o.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'episodes {bar} {value}/{total} ({cached} cached) {eta_formatted} left', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
+    bar?.start(episodes.length, 0, { cached: 0 });
     const r = await rollout(rt.cluster, { env: o.env, target: o.target, patch, episodes, envOptions }, {
       cache,
       replicas: o.replicas,

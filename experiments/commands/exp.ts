@@ -1,0 +1,47 @@
+/** `hr1 exp main|sweep|crosstask|ablate|coevolve`. */
+import { init } from '../../cluster/init.ts';
+import { CommandError } from './errors.ts';
+
+export const EXP_NAMES = ['main', 'sweep', 'crosstask', 'ablate', 'coevolve'] as const;
+export type ExpName = (typeof EXP_NAMES)[number];
+
+/** The parsed flags of an `hr1 exp …` command (undefined = not given; the config and defaults decide). */
+export type ExpCommandOptions = Record<string, unknown> & {
+  /** `--no-train-engineer` gives false: leave the engineer rows empty when --engineer is not given */
+  trainEngineer?: boolean;
+};
+
+const wantsEngineer = (m: unknown) => typeof m === 'string' && m.startsWith('engineer-');
+
+/**
+ * Run an experiment from its flags. `hr1 exp main` without `--engineer` first trains the engineers
+ * its engineer rows need, on the same cluster (same connection options) the experiment then runs on.
+ */
+export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promise<void> {
+  const exp = await import('../exp/index.ts');
+  const opts: Record<string, unknown> = Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+  const trainEngineers = opts.trainEngineer !== false;
+  delete opts.trainEngineer;
+  if (name === 'main') {
+    const resolved = exp.resolveExpMain(opts);
+    if (resolved.engineer || !trainEngineers || !resolved.methods.some(wantsEngineer)) {
+      await exp.runExpMain(opts);
+      return;
+    }
+    const { ensureEngineers } = await import('../exp/engineers.ts');
+    // the experiment's own cluster options (flags over its config file), so training runs where the experiment does
+    const rt = await init(exp.initOptionsOf(resolved));
+    try {
+      const engineer = await ensureEngineers(rt.cluster, resolved.envs, resolved.target, resolved.seed);
+      await exp.runExpMain({ ...opts, engineer }, { cluster: rt.cluster, note: rt.note });
+    } finally {
+      await rt.shutdown();
+    }
+    return;
+  }
+  if (name === 'sweep') await exp.runExpSweep(opts);
+  else if (name === 'crosstask') await exp.runExpCrosstask(opts);
+  else if (name === 'ablate') await exp.runExpAblate(opts);
+  else if (name === 'coevolve') await exp.runExpCoevolve(opts);
+  else throw new CommandError('BAD_OPTION', `unknown experiment "${String(name)}"; choose one of ${EXP_NAMES.join(', ')}`);
+}

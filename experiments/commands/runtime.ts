@@ -1,0 +1,44 @@
+/**
+ * The cluster a command runs on: the connection options every cluster command takes
+ * (`--address`, `--cluster`, credentials, `--in-process`) and one way to start it from them.
+ */
+import { init, type Runtime } from '../../cluster/init.ts';
+
+/** The connection options of a cluster command (see addClusterOptions in experiments/cli/options.ts). */
+export interface ClusterCliOptions {
+  address?: string | undefined;
+  cluster: string;
+  user?: string | undefined;
+  pass?: string | undefined;
+  token?: string | undefined;
+  creds?: string | undefined;
+  inProcess?: boolean | undefined;
+}
+
+export function authOf(o: Pick<ClusterCliOptions, 'user' | 'pass' | 'token' | 'creds'>) {
+  return { user: o.user, pass: o.pass, token: o.token, creds: o.creds };
+}
+
+/**
+ * Start (or join) the cluster the options name: `address` joins an existing cluster; without it
+ * an embedded one is started — or the in-process transport when `inProcess` is set, or when the
+ * command's default is in-process (`defaultInProcess`, e.g. `hr1 packet show`).
+ */
+export function startCluster(o: Partial<ClusterCliOptions>, { defaultInProcess = false } = {}): Promise<Runtime> {
+  return init({
+    ...authOf(o),
+    ...(o.cluster !== undefined ? { cluster: o.cluster } : {}),
+    ...(o.address ? { address: o.address } : {}),
+    inProcess: o.inProcess ?? defaultInProcess,
+  });
+}
+
+/** Run `fn` on the cluster the options name, and shut that cluster down whatever happens. */
+export async function withCluster<T>(o: Partial<ClusterCliOptions>, fn: (rt: Runtime) => Promise<T>, opts: { defaultInProcess?: boolean } = {}): Promise<T> {
+  const rt = await startCluster(o, opts);
+  try {
+    return await fn(rt);
+  } finally {
+    await rt.shutdown();
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The engineers the engineer rows of `hr1 exp main` need when no `--engineer` is given: one per
+ * env, trained with the default train config and the experiment's target and seed, cached under
+ * runs/engineers/<hash>/<env>/. Trained on the cluster the experiment runs on.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import type { Cluster } from '../../cluster/client.ts';
+import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';
+import { resolveTrainConfig, trainEngineer } from '../train.ts';
+
+/** The default train config the engineers of an experiment are trained with. */
+export const ENGINEER_TRAIN_CONFIG = 'experiments/configs/train.default.yaml';
+
+/** The folder the engineers of (target, seed) are cached in. */
+export function engineersDir(target: string, seed: number): string {
+  return join('runs', 'engineers', createHash('sha256').update(`${target}|${seed}|${SIM_VERSION}`).digest('hex').slice(0, 10));
+}
+
+/** Train (or find trained earlier) one engineer per env on `cluster`; returns the folder for `--engineer`. */
+export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string, seed: number, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<string> {
+  const dir = engineersDir(target, seed);
+  for (const env of envs) {
+    const out = join(dir, env);
+    if (existsSync(join(out, 'engineer.onnx')) && existsSync(join(out, 'engineer-sft.onnx'))) {
+      log(`engineer for ${env}: ${out} (trained earlier)`);
+      continue;
+    }
+    const cfg = resolveTrainConfig(ENGINEER_TRAIN_CONFIG, { env, target, seed, out });
+    log(`engineer for ${env}: training (SFT, then ${cfg.grpo.iterations} GRPO iterations) into ${out}`);
+    await trainEngineer(cluster, cfg, log);
+  }
+  return dir;
+}
