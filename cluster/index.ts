@@ -1,12 +1,12 @@
 /** The cluster: Ray-core analogue over NATS or in-process. Public names only. */
 export { defineActor, lookupActorClass, registeredActorClasses, ActorOptionsSchema, DEFAULT_MAX_PENDING, DEFAULT_MAX_CONCURRENCY } from './actor.ts';
 export type { ActorClass, ActorContext, ActorDefinition, ActorOptions, MethodSpec, Protocol } from './actor.ts';
-export { Cluster, ActorRefSchema, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_DEAD_AFTER_MS, DEFAULT_MAX_INFLIGHT, DEFAULT_SPAWN_TIMEOUT_MS } from './client.ts';
-export type { ActorRef, CallOptions, ClusterOptions, Handle, MethodHandle } from './client.ts';
+export { Cluster, ActorRefSchema, ClusterOptionsSchema, resolveClusterOptions, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_DEAD_AFTER_MS, DEFAULT_MAX_INFLIGHT, DEFAULT_SPAWN_TIMEOUT_MS, DEFAULT_PLACEMENT_WAIT_MS, DEFAULT_CLUSTER_NAME } from './client.ts';
+export type { ActorRef, CallOptions, ClusterOptions, ResolvedClusterOptions, Handle, MethodHandle } from './client.ts';
 export { ClusterNode, DEFAULT_HEARTBEAT_MS } from './node.ts';
 export type { NodeOptions } from './node.ts';
-export { init } from './init.ts';
-export type { InitOptions, Runtime, ClusterMode } from './init.ts';
+export { init, InitOptionsSchema, resolveInitOptions, DEFAULT_LOCAL_NODE_WAIT_MS } from './init.ts';
+export type { InitOptions, ResolvedInitOptions, Runtime, ClusterMode } from './init.ts';
 export { InProcessBus } from './bus-inproc.ts';
 export { NatsBus, authFromEnv } from './bus-nats.ts';
 export type { NatsAuth, NatsBusOptions } from './bus-nats.ts';
@@ -17,7 +17,7 @@ export type { ObjectInfo, ObjectStore } from './objects.ts';
 export { WorkerPool, DEFAULT_BATCH_SIZE } from './pool.ts';
 export type { PoolOptions } from './pool.ts';
 export { pack, unpack, encode, decode, validate } from './codec.ts';
-export { parseDuration, zDuration } from './duration.ts';
+export { parseDuration, zDuration, zPositiveDuration, type Duration } from './duration.ts';
 export { Rng, hashString } from './rng.ts';
 export * from './errors.ts';
 export type { Heartbeat, HostedActor } from './protocol.ts';

@@ -2,21 +2,76 @@ import { cpus } from 'node:os';
 import { InProcessBus } from './bus-inproc.ts';
 import { NatsBus, authFromEnv, type NatsAuth } from './bus-nats.ts';
 import type { Bus } from './bus.ts';
-import { Cluster, type ClusterOptions } from './client.ts';
-import { ClusterNode } from './node.ts';
+import { z } from 'zod';
+import { Cluster, ClusterOptionsShape, markResolved, optionsError, pickAlias, resolveClusterFields, type ResolvedClusterOptions } from './client.ts';
+import { zPositiveDuration } from './duration.ts';
+import { ClusterNode, DEFAULT_HEARTBEAT_MS } from './node.ts';
 import { NatsServer, findNatsServer } from './nats-server.ts';
 
-export interface InitOptions extends ClusterOptions, NatsAuth {
+/** The local node's heartbeat interval, in ms (re-exported from node.ts). @default 500 */
+export { DEFAULT_HEARTBEAT_MS };
+/** How long init() waits for its local node to be seen, in ms. @default 5000 */
+export const DEFAULT_LOCAL_NODE_WAIT_MS = 5000;
+
+const optionalString = z.string().optional();
+
+/** init()'s options as a schema: the cluster client's ({@link ClusterOptionsShape}), NATS auth and the local node's. */
+export const InitOptionsSchema = z.strictObject({
+  ...ClusterOptionsShape,
   /** `nats://host:port` of an existing cluster. Without it, a private nats-server is started. */
-  address?: string;
+  address: optionalString,
   /** Force the in-process transport (no NATS at all). @default false */
-  inProcess?: boolean;
+  inProcess: z.boolean().optional(),
   /** Host actors in this process too. @default true without `address`, false with it */
-  localNode?: boolean;
+  localNode: z.boolean().optional(),
   /** Resources of the local node. @default {cpu: <cores>, gpu: 0} */
-  resources?: Record<string, number>;
-  labels?: Record<string, string>;
-  heartbeatMs?: number;
+  resources: z.record(z.string(), z.number().min(0)).optional(),
+  /** Labels of the local node. @default {} */
+  labels: z.record(z.string(), z.string()).optional(),
+  /** The local node's heartbeat interval (ms or "500ms"). @default DEFAULT_HEARTBEAT_MS (500) */
+  heartbeat: zPositiveDuration.optional(),
+  /** The same as `heartbeat`. */
+  heartbeatMs: zPositiveDuration.optional(),
+  user: optionalString,
+  pass: optionalString,
+  token: optionalString,
+  /** Path to a `.creds` file (JWT + nkey seed). */
+  creds: optionalString,
+});
+export type InitOptions = z.input<typeof InitOptionsSchema>;
+
+/** init()'s options resolved once: defaults filled in, durations in ms. */
+export interface ResolvedInitOptions {
+  readonly client: ResolvedClusterOptions;
+  /** '' = none */
+  readonly address: string;
+  readonly inProcess: boolean;
+  readonly localNode: boolean;
+  readonly resources: Record<string, number>;
+  readonly labels: Record<string, string>;
+  readonly heartbeatMs: number;
+  readonly auth: NatsAuth;
+}
+
+const ResolveInitSchema = InitOptionsSchema.transform((o, ctx): ResolvedInitOptions => ({
+  client: markResolved(resolveClusterFields(o, ctx)),
+  address: o.address ?? '',
+  inProcess: o.inProcess ?? false,
+  localNode: o.localNode ?? !o.address,
+  resources: o.resources ?? { cpu: cpus().length, gpu: 0 },
+  labels: o.labels ?? {},
+  heartbeatMs: pickAlias(o, 'heartbeat', 'heartbeatMs', DEFAULT_HEARTBEAT_MS, ctx),
+  auth: stripUndefined({ user: o.user, pass: o.pass, token: o.token, creds: o.creds }),
+}));
+
+/**
+ * Validate init()'s options and fill in the defaults, once; a bad value throws ConfigError with
+ * the option's path (`heartbeat: duration "soon" is not understood …`).
+ */
+export function resolveInitOptions(opts: InitOptions = {}): ResolvedInitOptions {
+  const r = ResolveInitSchema.safeParse(opts);
+  if (!r.success) throw optionsError(r.error);
+  return r.data;
 }
 
 export type ClusterMode = 'nats' | 'nats-embedded' | 'inproc';
@@ -39,8 +94,9 @@ export interface Runtime {
  * port (stopped on shutdown), or fall back to the in-process transport when the binary is
  * missing, and say which.
  */
-export async function init(opts: InitOptions = {}): Promise<Runtime> {
-  const auth = { ...authFromEnv(), ...stripUndefined({ user: opts.user, pass: opts.pass, token: opts.token, creds: opts.creds }) };
+export async function init(options: InitOptions = {}): Promise<Runtime> {
+  const opts = resolveInitOptions(options);
+  const auth = { ...authFromEnv(), ...opts.auth };
   let bus: Bus;
   let server: NatsServer | undefined;
   let mode: ClusterMode;
@@ -63,17 +119,11 @@ export async function init(opts: InitOptions = {}): Promise<Runtime> {
     mode = 'inproc';
     note = 'nats-server not found: running in-process (install it with `apt-get install -y nats-server` for the NATS transport)';
   }
-  const cluster = new Cluster(bus, opts);
+  const cluster = new Cluster(bus, opts.client);
   let node: ClusterNode | undefined;
-  if (opts.localNode ?? !opts.address) {
-    node = new ClusterNode(bus, {
-      cluster: cluster.name,
-      resources: opts.resources ?? { cpu: cpus().length, gpu: 0 },
-      labels: opts.labels ?? {},
-      services: cluster,
-      ...(opts.heartbeatMs !== undefined ? { heartbeatMs: opts.heartbeatMs } : {}),
-    });
-    await cluster.waitForNodes(1, 5000);
+  if (opts.localNode) {
+    node = new ClusterNode(bus, { cluster: cluster.name, resources: opts.resources, labels: opts.labels, services: cluster, heartbeatMs: opts.heartbeatMs });
+    await cluster.waitForNodes(1, DEFAULT_LOCAL_NODE_WAIT_MS);
   }
   let down = false;
   return {
@@ -81,7 +131,7 @@ export async function init(opts: InitOptions = {}): Promise<Runtime> {
     node,
     bus,
     mode,
-    address: server?.url ?? opts.address ?? 'inproc',
+    address: server?.url ?? (opts.address || 'inproc'),
     note,
     async shutdown() {
       if (down) return;

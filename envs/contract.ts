@@ -78,8 +78,7 @@ export interface Stepper {
 export type EnvErrorCode = 'UNKNOWN_ENV' | 'UNKNOWN_SPLIT' | 'UNKNOWN_TASK' | 'ENV_NOT_RESET' | 'ENV_BAD_OPTION' | 'ENV_EXISTS';
 
 /** An env-layer error: an unknown env, split or task, a bad env option, a session used out of order. */
-export class EnvError extends Hr1Error {
-  declare readonly code: EnvErrorCode;
+export class EnvError extends Hr1Error<EnvErrorCode> {
   constructor(code: EnvErrorCode, message: string, fields: Hr1ErrorFields = {}) {
     super(code, message, fields);
   }

@@ -134,6 +134,7 @@ export class ExpRun {
     return p;
   }
 
+  /** Roll `patch` (a ParsedPatch, used as it is; any patch-shaped value, validated in the rollout; or null) out on `episodes`. */
   async roll(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
     // episodes are deterministic, so a chunk that failed for a transient reason (the sandbox
     // missing its start-up time budget on a loaded machine) is simply sent again

@@ -110,7 +110,7 @@ export interface RunningServer {
  * plain Hr1Error (`SERVE_UNKNOWN_TASK`: a conversation that is no shipped task; `BAD_OPTION`: a
  * sim served without `--env`).
  */
-export type ServeErrorCode = 'SERVE_UNSUPPORTED_TARGET' | 'SERVE_LISTEN' | 'SERVE_UNKNOWN_TASK' | 'BAD_OPTION';
+export type ServeErrorCode = 'SERVE_UNSUPPORTED_TARGET' | 'SERVE_LISTEN' | 'SERVE_SCRIPT_EXHAUSTED' | 'SERVE_UNKNOWN_TASK' | 'BAD_OPTION';
 
 /** A failure of `hr1 serve` itself (bad options, a target it cannot serve, a port in use). */
 export class ServeError extends Hr1Error<ServeErrorCode> {
@@ -417,7 +417,7 @@ export function scriptedBackend(answers: readonly ScriptedAnswer[] = [], opts: {
   const fn = (req: BackendRequest): Promise<BackendReply> => {
     requests.push(req);
     const a = queue.shift() ?? opts.fallback;
-    if (a === undefined) return Promise.reject(new Error(`scripted backend has no answers left (${requests.length} requests); push() more or give a fallback`));
+    if (a === undefined) return Promise.reject(new ServeError('SERVE_SCRIPT_EXHAUSTED', `scripted backend has no answers left (${requests.length} requests); push() more or give a fallback`, { data: { requests: requests.length } }));
     return Promise.resolve(typeof a === 'string' ? { content: a } : a);
   };
   return Object.assign(fn, { push: (...a: ScriptedAnswer[]) => void queue.push(...a), requests });

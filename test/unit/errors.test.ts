@@ -75,7 +75,7 @@ const cases: Case[] = [
 ];
 
 for (const c of cases) {
-  test(`family - ${c.name} [${c.code}] is an Hr1Error with its code, fields and cause`, (t) => {
+  test(`family - ${c.err.constructor.name} [${c.code}] is an Hr1Error with its code, fields and cause`, (t) => {
     const e = c.err;
     t.true(e instanceof Hr1Error);
     t.true(e instanceof Error);
@@ -141,7 +141,8 @@ const Thrower = defineActor({
 });
 
 test('wire - a domain error thrown in a handler arrives as ActorTaskError with its code as taskCode', async (t) => {
-  const rt = await init({ inProcess: true, resources: { cpu: 2, gpu: 0 } });
+  // the in-process transport: every reply still goes through the node's toWire and the codec
+  const rt = await init({ inProcess: true });
   try {
     const h = await rt.cluster.spawn(Thrower);
     const db = await t.throwsAsync(h.throw('dbbench'), { instanceOf: ActorTaskError });

@@ -2,7 +2,8 @@ import test from 'ava';
 import { EpisodeCache, rollout, summarizeRecords } from '../../../drivers/index.ts';
 import { listTasks } from '../../../envs/registry.ts';
 import { init } from '../../../cluster/init.ts';
-import { canonicalJson } from '../../../harness/index.ts';
+import { canonicalJson, parsedPatch } from '../../../harness/index.ts';
+import { rolloutKeys } from '../../../drivers/index.ts';
 import { BASELINES } from '../../../policies/targets/baselines.ts';
 
 const episodes = listTasks('alfworld').slice(0, 12).flatMap((taskId) => [1, 2].map((seed) => ({ taskId, seed })));
@@ -56,4 +57,32 @@ test('rollout - an invalid patch is refused before anything runs, with the field
   } finally {
     await rt.shutdown();
   }
+});
+
+test('rollout - a ParsedPatch gives the same keys, records and bytes as the raw patch; the actor gets it as canonical text + hash', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const few = episodes.slice(0, 10);
+    const raw = BASELINES.selfRefine;
+    const pp = parsedPatch(raw);
+    t.deepEqual(rolloutKeys({ env: 'alfworld', target: 'sim/qwen-3b', episodes: few, patch: pp }), rolloutKeys({ env: 'alfworld', target: 'sim/qwen-3b', episodes: few, patch: raw }));
+    t.is(rolloutKeys({ env: 'alfworld', target: 'sim/qwen-3b', episodes: few, patch: pp }).patchHash, pp.hash);
+    const a = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/qwen-3b', episodes: few, patch: raw }, { cache: null, chunk: 3 });
+    const b = await rollout(rt.cluster, { env: 'alfworld', target: 'sim/qwen-3b', episodes: few, patch: pp }, { cache: null, chunk: 3 });
+    t.is(JSON.stringify(b.records), JSON.stringify(a.records));
+    t.true(b.records.every((r) => r.harness.layers[1] === pp.hash));
+  } finally {
+    await rt.shutdown();
+  }
+});
+
+test('episode cache - a stored row that is not a record of today\'s shape is a miss', (t) => {
+  const cache = new EpisodeCache(':memory:');
+  const key = { env: 'alfworld', taskId: 't', seed: 0, target: 'x', patch: '', harness: 'h', envOptions: {} };
+  cache.put('k1', key, { v: 1, env: 'alfworld', old: true } as never);
+  t.is(cache.get('k1'), undefined);
+  t.is(cache.misses, 1);
+  t.is(cache.get('nothing'), undefined);
+  t.is(cache.misses, 2);
+  t.is(cache.hits, 0);
 });
