@@ -6,4 +6,4 @@ export { EnvActor, type Stepper } from './env.ts';
 export { Learner } from './learner.ts';
 export { EngineerSampler } from './sampler.ts';
 import './grammars.ts';
-export { Validator } from './scorer.ts';
+export { Scorer } from './scorer.ts';

@@ -1,5 +1,5 @@
 /**
- * Validator actor: the validation model (P(Δ ≥ 0)) and the reward model (Δ̂) in
+ * Scorer actor: the validation model (P(Δ ≥ 0)) and the reward model (Δ̂) in
  * onnxruntime-node, loaded from the object store (by name) or from paths. `rank` scores and
  * orders the candidate patches of one packet; `predict` scores raw feature rows.
  */
@@ -54,8 +54,8 @@ function need(s: State): ValidatorModels {
   return s.models;
 }
 
-export const Validator = defineActor({
-  name: 'Validator',
+export const Scorer = defineActor({
+  name: 'Scorer',
   args: z.object({ models: ModelsRef.optional() }).optional(),
   protocol: {
     load: { input: ModelsRef, output: z.object({ validation: z.string(), reward: z.string() }) },

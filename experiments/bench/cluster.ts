@@ -7,7 +7,7 @@ import { pack, unpack } from '../../cluster/codec.ts';
 import { NatsServer } from '../../cluster/nats-server.ts';
 import { ClusterNode } from '../../cluster/node.ts';
 import { WorkerPool } from '../../cluster/pool.ts';
-import { summarize, table } from '../cli/table.ts';
+import { summarize, table } from '../commands/table.ts';
 
 // an env-step-like message, about 250 bytes of msgpack
 const StepMsg = z.object({

@@ -13,7 +13,7 @@ import { resampledMeans } from '../../policies/scorer/metrics.ts';
 import { EpisodeCache, rollout } from '../../drivers/index.ts';
 import { extractPacket, loadBuiltinEngineer, teacherPropose } from '../../policies/engineer/index.ts';
 import { makeBatches, rewardOf } from '../../drivers/index.ts';
-import { table } from '../cli/table.ts';
+import { table } from '../commands/table.ts';
 import { trainEngineer, type IterationLog, type TrainConfig } from '../train.ts';
 
 /** Seeded bootstrap interval of the mean. */

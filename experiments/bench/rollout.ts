@@ -3,7 +3,7 @@ import { rollout, summarizeRecords } from '../../drivers/index.ts';
 import { init } from '../../cluster/init.ts';
 import { admissible, expert, loadGames, reset, step } from '../../envs/alfworld/index.ts';
 import type { EpisodeRecord } from '../../harness/index.ts';
-import { table } from '../cli/table.ts';
+import { table } from '../commands/table.ts';
 
 export interface BenchRolloutOptions {
   target: string;

@@ -50,4 +50,11 @@ export function exitWithError(e: unknown): never {
 export function installFatalHandlers(): void {
   process.on('uncaughtException', (e) => exitWithError(e));
   process.on('unhandledRejection', (e) => exitWithError(e));
+  // SIGINT/SIGTERM: exit through process.exit, so the exit hooks stop an embedded nats-server;
+  // commands that stop gracefully on a signal (hr1 node, hr1 serve) listen themselves and win
+  for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.on(sig, () => {
+      if (process.listenerCount(sig) === 1) process.exit(code);
+    });
+  }
 }

@@ -4,6 +4,8 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { exitWithError, installFatalHandlers } from './errors.ts';
+import { ENV_NAMES, envDescriptor, envNames, isEnvName } from '../../envs/registry.ts';
+import { preloadModules } from '../commands/modules.ts';
 import { addClusterOptions, parseAddress, parseDurationOpt, parseLabels, parsePositiveInt, parseResources } from './options.ts';
 
 const program = new Command();
@@ -70,16 +72,24 @@ bench
     await benchCluster({ seconds: o.seconds, pool: o.pool, ...(o.address ? { address: o.address } : {}) });
   });
 
-const ENVS = ['alfworld', 'dbbench', 'webshop'];
+// the shipped envs have tools (verify, replay, bench); any registered env can be rolled out
+const toolEnvArg = (v: string) => {
+  if (!(ENV_NAMES as readonly string[]).includes(v)) throw new CommanderError(2, 'hr1.bad-env', `unknown env "${v}"; choose one of ${ENV_NAMES.join(', ')}`);
+  return v;
+};
+const envOption = (description = 'the env') => new Option('--env <env>', `${description} (${ENV_NAMES.join(', ')}, or one a --module registers)`).argParser(envArg);
+const splitsHelp = ENV_NAMES.map((e) => `${e}: ${envDescriptor(e).splits.names.join(', ')}`).join('; ');
+// envs come from the registry; checked at parse time, after --module files registered theirs
+const ENVS = ENV_NAMES;
 const envArg = (v: string) => {
-  if (!ENVS.includes(v)) throw new CommanderError(2, 'hr1.bad-env', `unknown env "${v}"; choose one of ${ENVS.join(', ')}`);
+  if (!isEnvName(v)) throw new CommanderError(2, 'hr1.bad-env', `unknown env "${v}"; choose one of ${envNames().join(', ')}`);
   return v;
 };
 const envs = program.command('envs').description('the benchmark environments: verify them, replay episodes');
 envs
   .command('verify')
   .description('run the experts (and walkthroughs) on every shipped task; exits non-zero on failure')
-  .argument('<env>', `one of ${ENVS.join(', ')}`, envArg)
+  .argument('<env>', `one of ${ENVS.join(', ')}`, toolEnvArg)
   .option('--data <path>', 'a user\'s own data (ALFWorld: a json_2.1.1-layout dir; DBBench: an AgentBench jsonl; WebShop: a dir with items_*.json)')
   .addOption(new Option('--grammar <g>', 'ALFWorld grammar').choices(['legacy', 'current', 'both']).default('both'))
   .option('--perturbations <n>', 'ALFWorld: perturbed starts per game', parsePositiveInt('--perturbations'))
@@ -91,7 +101,7 @@ envs
 envs
   .command('replay')
   .description('run actions (one a line, from stdin or --actions) on one game and print JSONL observations')
-  .argument('<env>', 'alfworld', envArg)
+  .argument('<env>', 'alfworld', toolEnvArg)
   .requiredOption('--game <id|path>', 'a shipped game id (split/task-dir/trial) or a path to a game.tw-pddl')
   .option('--data <dir>', 'a user\'s own ALFWorld data dir (json_2.1.1 layout)')
   .addOption(new Option('--grammar <g>', 'grammar').choices(['legacy', 'current']).default('legacy'))
@@ -103,7 +113,7 @@ envs
 bench
   .command('envs')
   .description('env reset/step rates, direct and through the worker pool')
-  .argument('<env>', `one of ${ENVS.join(', ')}`, envArg)
+  .argument('<env>', `one of ${ENVS.join(', ')}`, toolEnvArg)
   .option('--seconds <s>', 'seconds per measurement', (v) => Number(v), 3)
   .option('--threads <n>', 'pool threads', parsePositiveInt('--threads'), 2)
   .option('--db <url>', 'DBBench: also bench this backend (sqlite or mysql://…)')
@@ -116,11 +126,12 @@ addClusterOptions(
   program
     .command('eval')
     .description('roll a target (+ a patch) out on tasks × seeds: success, score, steps, hook counters')
-    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).makeOptionMandatory())
+    .addOption(envOption().makeOptionMandatory())
     .requiredOption('--target <spec>', 'sim/<profile> (SIMULATED), openai:<base-url>#<model>, lm/<name>')
     .option('--patch <file>', 'a patch JSON file over the base harness')
     .option('--baseline <name>', 'a baseline instead of a patch: vanilla, selfRefine, react')
-    .option('--split <name>', 'task split (alfworld: valid_seen, valid_train, all; dbbench: v0.2/dev, v0.2/standard, main-fc/standard; webshop: train, dev, test, all)')
+    .option('--split <name>', `task split (default: the env's held-out split; ${splitsHelp})`)
+    .option('--module <file>', 'a module to load first, e.g. one that registers an env (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--tasks <sel>', 'a count (20), index ranges (0-9,15) or task ids')
     .option('--seeds <list>', 'seeds, e.g. 1,2,3 or 1-5', '1')
     .option('--data <path>', 'a user\'s own env data')
@@ -229,7 +240,7 @@ addClusterOptions(
   program
     .command('train')
     .description('train the built-in engineer: cold-start SFT on verified teacher patches, then GRPO (Δ_B rewards)')
-    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']))
+    .addOption(envOption())
     .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED; an lm/<name> not built yet is built first)')
     .option('--config <file>', 'a YAML config (see experiments/configs/train.default.yaml); flags override it')
     .option('--iterations <n>', 'GRPO iterations', parsePositiveInt('--iterations'))
@@ -248,7 +259,7 @@ addClusterOptions(
   packetCmd
     .command('show')
     .description('roll a target out on a batch and print the failure packet (text, or tokens with --tokens)')
-    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).default('alfworld'))
+    .addOption(envOption().default('alfworld'))
     .option('--target <spec>', 'target', 'sim/llama-3b')
     .option('--split <name>', 'task split')
     .option('--tasks <n>', 'tasks in the batch', parsePositiveInt('--tasks'), 10)
@@ -264,7 +275,7 @@ addClusterOptions(
   sftCmd
     .command('build')
     .description('teacher proposals verified against the frozen target (paired seeds); keep the non-regressive ones as JSONL with provenance')
-    .addOption(new Option('--env <env>', 'the env').choices(['alfworld', 'dbbench', 'webshop']).default('alfworld'))
+    .addOption(envOption().default('alfworld'))
     .option('--target <spec>', 'target', 'sim/llama-3b')
     .option('--split <name>', 'task split (default: the env\'s training split)')
     .option('--batches <n>', 'batches', parsePositiveInt('--batches'), 8)
@@ -371,6 +382,8 @@ program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 async function main(): Promise<void> {
   installFatalHandlers();
   try {
+    // modules first (--module FILE): what they register (an env) is then known to every option check
+    await preloadModules(process.argv);
     await program.parseAsync(process.argv);
   } catch (e) {
     // the actions have shut their clusters down (finally) by now; an embedded nats-server left by

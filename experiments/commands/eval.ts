@@ -94,6 +94,14 @@ function hookTotals(records: readonly EpisodeRecord[]): Record<string, number> {
   return t;
 }
 
+function openCache(path: string): EpisodeCache {
+  try {
+    return new EpisodeCache(path);
+  } catch (e) {
+    throw new Hr1Error('BAD_OPTION', `--cache-path ${path}: cannot open the episode cache there (${(e as Error).message}); pass a writable file path, or --no-cache`, { cause: e });
+  }
+}
+
 /** `hr1 eval`: roll a target (+ patch) out on tasks × seeds and report. */
 export async function runEval(o: EvalOptions): Promise<void> {
   const spec = checkTarget(o.target);
@@ -108,8 +116,8 @@ export async function runEval(o: EvalOptions): Promise<void> {
   const log = (l: string) => process.stderr.write(`${l}\n`);
   let bar: cliProgress.SingleBar | null = null;
   try {
-    cache = o.cache ? new EpisodeCache(o.cachePath) : null;
     if (!o.json) log(`hr1 eval: ${o.env}, ${tasks.length} tasks × ${seeds.length} seeds, target ${o.target}${simNote}, ${o.baseline ? `baseline ${o.baseline}` : o.patch ? `patch ${o.patch}` : 'no patch'}; ${rt.note}`);
+    cache = o.cache ? openCache(o.cachePath) : null;
     bar = o.progress && !o.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'episodes {bar} {value}/{total} ({cached} cached) {eta_formatted} left', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
     bar?.start(episodes.length, 0, { cached: 0 });
     const r = await rollout(rt.cluster, { env: o.env, target: o.target, patch, episodes, envOptions }, {

@@ -1,7 +1,7 @@
 /**
  * The validator: a validation model (will this candidate patch be non-regressive?) and a reward
  * model (its Δ_B), small MLPs over packet and patch features, trained in torch on logged
- * candidate outcomes, exported to ONNX and served by the Validator actor (actors/scorer.ts).
+ * candidate outcomes, exported to ONNX and served by the Scorer actor (actors/scorer.ts).
  * See docs/VALIDATOR.md.
  */
 export { ValidatorError, ValidatorModelMissingError, TRAIN_HINT, type ValidatorErrorCode } from './errors.ts';

@@ -33,7 +33,7 @@ test('exp main - end to end in-process: every file of the run folder, the table,
   const md = read(fullDir, RUN_FILES.report);
   t.regex(md, /SIMULATED targets: sim\/qwen-3b/);
   t.regex(md, /\| prompted editor \(teacher\) \| \d+\.\d \[\d+\.\d, \d+\.\d\]/);
-  t.true(md.includes(`| engineer, SFT+GRPO | ${ENGINEER_MISSING} |`));
+  t.true(md.includes(`| engineer, SFT+GRPO (Harness-R1) | ${ENGINEER_MISSING} |`));
   t.regex(md, /Paper ordering: Harness-R1 > prompted editors > vanilla > Self-Refine/);
   const rows = read(fullDir, RUN_FILES.results).trim().split('\n').map((l) => JSON.parse(l));
   t.is(rows.length, 15);
