@@ -13,6 +13,8 @@ import { ConfigError } from '../cluster/errors.ts';
 import { Rng } from '../cluster/rng.ts';
 import { describeIssues } from '../cluster/codec.ts';
 import { EngineerSampler } from '../actors/sampler.ts';
+// the samplers decode under the `patch` grammar, registered by this module (a node imports it through actors/index.ts)
+import '../actors/grammars.ts';
 import { Learner } from '../actors/learner.ts';
 import { EpisodeCache, rollout } from '../drivers/index.ts';
 import { buildSftDataset, makeBatches, rewardGroup } from '../drivers/index.ts';
