@@ -96,9 +96,6 @@ export interface EnvOptions {
   db?: string | undefined;
 }
 
-/** The names of {@link EnvOptions}, for a descriptor to say which it reads. */
-export type EnvOptionName = keyof EnvOptions;
-
 /** A metric an env reports per episode: `success` (won, 0/1) or `score` (the env's reward in [0, 1]). */
 export type EnvMetric = 'success' | 'score';
 
@@ -116,7 +113,9 @@ export interface EnvSplits {
 
 /**
  * One env, as the rest of the project sees it: everything a table keyed by env used to hold.
- * Each env folder exports one (`envs/<name>/descriptor.ts`); envs/registry.ts lists them.
+ * Each env folder exports one (`envs/<name>/descriptor.ts`); envs/registry.ts lists them. What a
+ * session knows (the benchmark's instructions, the action parser, admissible actions, the
+ * oracle's next action) comes with the session that `session()` opens, not as copies here.
  */
 export interface EnvDescriptor {
   /** the name in specs, configs, subjects and records ("alfworld") */
@@ -128,22 +127,12 @@ export interface EnvDescriptor {
   readonly splits: EnvSplits;
   /** the metrics reported per env; the first is the primary one (used in averages) */
   readonly metrics: readonly [EnvMetric, ...EnvMetric[]];
-  /** the {@link EnvOptions} this env reads; others are refused with a clear error */
-  readonly options: readonly EnvOptionName[];
-  /** the benchmark's instruction the model starts from */
-  readonly instructions: string;
-  /** whether sessions give admissible actions (ctx.admissible) */
-  readonly admissible: boolean;
-  /** whether sessions answer `expert()` with the oracle's next action (experts, teachers, sims) */
-  readonly expert: boolean;
   /** a pool worker module (exports `tasks`) that EnvActor pools load; absent: the env has no worker */
   readonly worker?: string | undefined;
   /** whether `session(…, stepper)` steps through a pool of `worker` (TargetActor env threads, EnvActors) */
   readonly pooled: boolean;
-  /** the most decisions of an episode under these options (the benchmark's step limit) */
+  /** the most decisions of an episode under these options (the benchmark's step limit; what its sessions' `maxSteps` say) */
   maxSteps(opts: EnvOptions): number;
-  /** read a model's text as an action (the session's parse, without a session) */
-  parseAction(text: string): ParsedAction;
   /** task ids of a split, in a stable order; throws `UNKNOWN_SPLIT` naming the splits */
   listTasks(split: string, opts: EnvOptions): string[];
   /** the options a rollout of these tasks travels with, from the caller's (absent: the caller's as they are) */

@@ -16,7 +16,7 @@ import { alfworld } from './alfworld/descriptor.ts';
 import { dbbench } from './dbbench/descriptor.ts';
 import { webshop } from './webshop/descriptor.ts';
 
-export type { EnvDescriptor, EnvOptions, EnvSplits, EnvMetric, EnvOptionName } from './contract.ts';
+export type { EnvDescriptor, EnvOptions, EnvSplits, EnvMetric } from './contract.ts';
 
 /** The envs that ship with the project, in their canonical order (configs' default order). */
 export const BUILTIN_ENVS = { alfworld, dbbench, webshop } as const;
@@ -60,18 +60,6 @@ export function envDescriptor(name: string): EnvDescriptor {
 /** Envs in report-table order (the paper's: ALFWorld, WebShop, DBBench), of those given. */
 export function inReportOrder(envs: readonly string[]): string[] {
   return envs.filter(isEnvName).sort((a, b) => envDescriptor(a).column - envDescriptor(b).column || a.localeCompare(b));
-}
-
-/** Check that `opts` holds only options the env reads; returns them. */
-export function checkEnvOptions(env: string, opts: EnvOptions): EnvOptions {
-  const d = envDescriptor(env);
-  for (const [k, v] of Object.entries(opts)) {
-    if (v === undefined) continue;
-    if (!(d.options as readonly string[]).includes(k)) {
-      throw new EnvError('ENV_BAD_OPTION', `${env} does not read the option "${k}"; it reads ${d.options.join(', ') || 'no options'}`, { data: { env, option: k } });
-    }
-  }
-  return opts;
 }
 
 /** Task ids of a split (default: the env's held-out split), in a stable order. */

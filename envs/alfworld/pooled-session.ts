@@ -2,8 +2,8 @@
  * ALFWorld sessions whose steps run in a worker pool: the state travels with each step (it is
  * plain data), so any thread serves any episode and steps of many episodes batch into one message.
  */
-import { resolveProtocol, type AlfState, type Game, type ProtocolName, type StepResult } from './index.ts';
-import { ALFWORLD_INSTRUCTIONS, parseAlfworldAction } from './session.ts';
+import { type AlfState, type Game, type ProtocolName, type StepResult } from './index.ts';
+import { ALFWORLD_INSTRUCTIONS, alfworldMaxSteps, parseAlfworldAction } from './session.ts';
 import { EnvError, type EnvFactory, type EnvFeedback, type EnvSession, type EnvStart, type ParsedAction, type Stepper } from '../contract.ts';
 
 interface PooledStep {
@@ -20,8 +20,7 @@ class PooledAlfworldSession implements EnvSession {
   private nextExpert: string | null = null;
   constructor(private readonly game: Game, private readonly pool: Stepper, private readonly protocol: ProtocolName) {
     this.taskId = game.id;
-    const limit = resolveProtocol(protocol).stepLimit;
-    this.maxSteps = limit > 0 ? limit : 50;
+    this.maxSteps = alfworldMaxSteps(protocol);
   }
   async reset(): Promise<EnvStart> {
     const r = await this.pool.run<{ state: AlfState; observation: string; info: { goal: string; taskType: string }; admissible: string[]; expert: string | null }>('resetFull', { game: this.game.id, protocol: this.protocol });

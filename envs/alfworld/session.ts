@@ -36,6 +36,12 @@ export function parseAlfworldAction(text: string): ParsedAction {
   return { action: a, ok };
 }
 
+/** The most decisions of an episode under a protocol: its step limit, 50 when it has none. */
+export function alfworldMaxSteps(protocol?: ProtocolName | Partial<Protocol>): number {
+  const limit = resolveProtocol(protocol).stepLimit;
+  return limit > 0 ? limit : 50;
+}
+
 class AlfworldSession implements EnvSession {
   readonly env = 'alfworld';
   readonly taskId: string;
@@ -43,8 +49,7 @@ class AlfworldSession implements EnvSession {
   private state: AlfState | null = null;
   constructor(private readonly game: Game, private readonly opts: AlfworldEnvOptions) {
     this.taskId = game.id;
-    const limit = resolveProtocol(opts.protocol).stepLimit;
-    this.maxSteps = limit > 0 ? limit : 50;
+    this.maxSteps = alfworldMaxSteps(opts.protocol);
   }
   private adm(): string[] | undefined {
     return this.opts.admissible === false || !this.state ? undefined : admissible(this.game, this.state);

@@ -1,7 +1,7 @@
 /** DBBench in the env registry: the shipped AgentBench sets as splits, SQLite or MariaDB sessions. */
 import { EnvError, type EnvDescriptor } from '../contract.ts';
-import { getTask, loadTasks, SHIPPED_SETS, V02_PROMPT } from './index.ts';
-import { dbbenchEnv, parseDbbenchAction } from './session.ts';
+import { getTask, loadTasks, SHIPPED_SETS } from './index.ts';
+import { dbbenchEnv, dbbenchMaxSteps } from './session.ts';
 
 const SETS = Object.keys(SHIPPED_SETS);
 
@@ -11,13 +11,8 @@ export const dbbench: EnvDescriptor = {
   column: 2,
   splits: { names: SETS, train: 'v0.2/standard', heldout: 'v0.2/dev', test: ['v0.2/dev'] },
   metrics: ['success'],
-  options: ['data', 'db'],
-  instructions: V02_PROMPT,
-  admissible: false,
-  expert: true,
   pooled: false,
-  maxSteps: () => 16,
-  parseAction: (text) => parseDbbenchAction(text, 'v0.2'),
+  maxSteps: () => dbbenchMaxSteps(),
   listTasks(split, opts) {
     const s = opts.data ?? split;
     if (!opts.data && !SETS.includes(s)) throw new EnvError('UNKNOWN_SPLIT', `dbbench has no split "${s}"; use ${SETS.join(', ')} or --data FILE`, { data: { env: 'dbbench', split: s } });

@@ -1,5 +1,5 @@
 /** DBBench as a harness env: async sessions over SQLite (default) or MariaDB/MySQL. */
-import { closeEpisode, expert, parseV02, reset, step, type DbbenchState, type DbbenchTask } from './index.ts';
+import { DEFAULT_MAX_ROUNDS, closeEpisode, expert, parseV02, reset, step, type DbbenchState, type DbbenchTask } from './index.ts';
 import type { ChatMessage as DbMessage } from './index.ts';
 import { EnvError } from '../contract.ts';
 import type { ChatMessage, EnvFactory, EnvFeedback, EnvSession, EnvStart, ParsedAction } from '../contract.ts';
@@ -9,6 +9,11 @@ export interface DbbenchEnvOptions {
   db?: string;
   /** SQL rounds, @default the env's (15) */
   maxRounds?: number;
+}
+
+/** The most decisions of an episode: its SQL rounds, then the answer. */
+export function dbbenchMaxSteps(maxRounds = DEFAULT_MAX_ROUNDS): number {
+  return maxRounds + 1;
 }
 
 /** a MySQL error text as the env reports it: `1064 (42000): …` */
@@ -41,7 +46,7 @@ class DbbenchSession implements EnvSession {
   private state: DbbenchState | null = null;
   constructor(private readonly task: DbbenchTask, private readonly seed: number, private readonly opts: DbbenchEnvOptions) {
     this.taskId = task.id;
-    this.maxSteps = (opts.maxRounds ?? 15) + 1;
+    this.maxSteps = dbbenchMaxSteps(opts.maxRounds);
   }
   async reset(): Promise<EnvStart> {
     const r = await reset(this.task, { seed: this.seed, db: this.opts.db ?? 'sqlite', ...(this.opts.maxRounds !== undefined ? { maxRounds: this.opts.maxRounds } : {}) });

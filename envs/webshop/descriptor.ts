@@ -2,7 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { EnvError, type EnvDescriptor } from '../contract.ts';
 import { loadWebshop } from './index.ts';
-import { WEBSHOP_INSTRUCTIONS, parseWebshopAction, webshopEnv } from './session.ts';
+import { WEBSHOP_MAX_STEPS, webshopEnv } from './session.ts';
 
 export const webshop: EnvDescriptor = {
   name: 'webshop',
@@ -10,14 +10,10 @@ export const webshop: EnvDescriptor = {
   column: 1,
   splits: { names: ['train', 'dev', 'test', 'all'], train: 'train', heldout: 'dev', test: ['dev', 'test'] },
   metrics: ['score', 'success'],
-  options: ['data'],
-  instructions: WEBSHOP_INSTRUCTIONS,
-  admissible: true,
-  expert: true,
   worker: fileURLToPath(new URL('./worker.ts', import.meta.url)),
   pooled: false,
-  maxSteps: () => 15,
-  parseAction: parseWebshopAction,
+  // the registry's sessions use the react protocol
+  maxSteps: () => WEBSHOP_MAX_STEPS.react,
   listTasks(split, opts) {
     const goals = loadWebshop(opts.data ? { dataDir: opts.data } : {}).goals;
     const ids = goals.filter((g) => split === 'all' || g.split === split).map((g) => g.id);

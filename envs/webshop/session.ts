@@ -22,12 +22,15 @@ export interface WebshopEnvOptions {
   dataDir?: string;
 }
 
+/** The step limit of each protocol. */
+export const WEBSHOP_MAX_STEPS: Record<ProtocolName, number> = { react: 15, 'agentbench-v0.2': 10, 'agentbench-main': 20 };
+
 class WebshopSession implements EnvSession {
   readonly env = 'webshop';
   readonly maxSteps: number;
   private state: WebshopState | null = null;
   constructor(private readonly ws: WebshopEnv, readonly taskId: string, private readonly opts: WebshopEnvOptions) {
-    this.maxSteps = { react: 15, 'agentbench-v0.2': 10, 'agentbench-main': 20 }[opts.protocol ?? 'react'];
+    this.maxSteps = WEBSHOP_MAX_STEPS[opts.protocol ?? 'react'];
   }
   reset(): Promise<EnvStart> {
     const r = reset(this.ws, this.taskId, { protocol: this.opts.protocol ?? 'react' });

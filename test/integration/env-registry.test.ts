@@ -21,7 +21,9 @@ test('registry - every shipped env has tasks in its train, held-out and test spl
       t.false(ids.some((id) => train.has(id)), `${env}: ${s} shares tasks with ${d.splits.train}`);
       t.true(d.splits.names.includes(s));
     }
-    t.true(d.maxSteps({}) > 0);
+    // the descriptor's step limit is its sessions' (one definition, not a copy)
+    const session = d.session(listTasks(env, d.splits.heldout)[0]!, {}).open(0);
+    t.is(d.maxSteps({}), session.maxSteps, `${env} maxSteps`);
   }
 });
 
@@ -52,7 +54,9 @@ test('registry - a fake fourth env from the test tree runs through rollout, pack
     const [proposal] = teacherPropose(packet, { k: 1, seed: 0 });
     const patched = await rollout(rt.cluster, { env: 'lock', target: 'sim/llama-3b', episodes, patch: proposal!.patch }, { cache: null });
     t.not(canonicalJson(patched.records), canonicalJson(a.records), 'the patch changed the episodes');
-    t.true(patched.records.some((r) => r.hooks.length > 0 || r.steps.some((st) => (st as { hints?: unknown[] }).hints?.length)), 'its hooks ran');
+    const effects = patched.records.flatMap((r) => r.hooks).reduce((n, h) => n + h.counters.hinted + h.counters.blocked + h.counters.rewrote + h.counters.forced, 0);
+    t.true(effects > 0, 'its hooks ran and acted');
+    t.is(a.records.flatMap((r) => r.hooks).length, 0, 'the vanilla harness has no hook entries');
     const test6 = listTasks('lock', 'test').slice(0, 6).map((taskId) => ({ taskId, seed: 1 }));
     vanillaTest = summarizeRecords((await rollout(rt.cluster, { env: 'lock', target: 'sim/llama-3b', episodes: test6 }, { cache: null })).records).success;
   } finally {
