@@ -110,12 +110,12 @@ export const TargetActor = defineActor({
   },
   create: async ({ target, envThreads, concurrency, envActor }, ctx) => {
     const model = await makeModel(target);
+    let stepper: Stepper | undefined;
     if (envActor) {
       const h = (ctx.services as Cluster).handle(EnvActor, envActor);
-      const stepper: Stepper = { run: <O>(task: string, input: unknown) => h.run({ task, input }, { timeout: '2m' }) as Promise<O> };
-      return { target, model, envActor: stepper as Stepper | undefined, pools: new Map<string, WorkerPool>(), concurrency, envThreads, episodes: 0, harnesses: new Map<string, { canonical: string; harness: Harness }>() };
+      stepper = { run: <O>(task: string, input: unknown) => h.run({ task, input }, { timeout: '2m' }) as Promise<O> };
     }
-    return { target, model, envActor: undefined as Stepper | undefined, pools: new Map<string, WorkerPool>(), concurrency, envThreads, episodes: 0, harnesses: new Map<string, { canonical: string; harness: Harness }>() };
+    return { target, model, envActor: stepper, pools: new Map<string, WorkerPool>(), concurrency, envThreads, episodes: 0, harnesses: new Map<string, { canonical: string; harness: Harness }>() };
   },
   handlers: {
     rollout: async (s, chunk, ctx) => {

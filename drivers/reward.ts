@@ -2,16 +2,15 @@
  * The reward of a patch on a batch: Δ_B = success(B | base ∘ P) − success(B | base), on the same
  * tasks and seeds (paired). The base rollout goes through the episode cache, so a group of K
  * patches runs it once. Invalid patch → Δ = 0 and flagged; an env or target failure → a
- * {@link MissingEvaluationError}, never a silent 0.
- *
- * (This file drives rollouts, so it imports actors/: the one place policies/engineer does.)
+ * {@link MissingEvaluationError}, never a silent 0. A candidate is parsed once (readPatch); the
+ * parsed value goes on to the checker and the rollout.
  */
 import type { Cluster } from '../cluster/client.ts';
 import { rollout, type RolloutOptions, type RolloutResult } from './rollout.ts';
 import type { EpisodeCache } from './episode-cache.ts';
 import type { EnvOptions } from '../envs/registry.ts';
 import type { EpisodeRef } from '../actors/target.ts';
-import { parsePatch, patchHash, toPatch, validatePatch, type EpisodeRecord, type PatchIssue } from '../harness/index.ts';
+import { readPatch, validatePatch, type EpisodeRecord, type ParsedPatch, type PatchIssue } from '../harness/index.ts';
 import { EngineerError, MissingEvaluationError } from '../policies/engineer/errors.ts';
 
 export interface RewardSpec {
@@ -74,14 +73,14 @@ async function run(side: 'base' | 'patched', cluster: Cluster, spec: RewardSpec,
   }
 }
 
-/** Check a candidate: the schema, then (validate 'full') compile and smoke. */
-export async function checkCandidate(patch: unknown, validate: 'schema' | 'full' = 'full'): Promise<{ ok: true; hash: string } | { ok: false; issues: PatchIssue[]; hash: string }> {
-  const parsed = parsePatch(patch);
-  if (!parsed.ok) return { ok: false, issues: parsed.issues, hash: '' };
-  const hash = patchHash(toPatch(patch));
-  if (validate === 'schema') return { ok: true, hash };
-  const report = await validatePatch(patch);
-  return report.ok ? { ok: true, hash } : { ok: false, issues: report.errors, hash };
+/** Check a candidate: the schema, then (validate 'full') compile and smoke. A valid one comes back parsed. */
+export async function checkCandidate(patch: unknown, validate: 'schema' | 'full' = 'full'): Promise<{ ok: true; hash: string; parsed: ParsedPatch } | { ok: false; issues: PatchIssue[]; hash: string }> {
+  const read = readPatch(patch);
+  if (!read.ok) return { ok: false, issues: read.issues, hash: '' };
+  const { parsed } = read;
+  if (validate === 'schema') return { ok: true, hash: parsed.hash, parsed };
+  const report = await validatePatch(parsed);
+  return report.ok ? { ok: true, hash: parsed.hash, parsed } : { ok: false, issues: report.errors, hash: parsed.hash };
 }
 
 /** The base rollout of a batch (vanilla harness), through the cache. */
@@ -108,7 +107,7 @@ export async function rewardOf(cluster: Cluster, spec: RewardSpec, opts: RewardO
   if (base.length !== n || base.some((r, i) => r.taskId !== spec.episodes[i]!.taskId || r.seed !== spec.episodes[i]!.seed)) {
     throw new EngineerError('ENGINEER_BAD_OPTION', 'reward.base must be the base records of reward.episodes, in the same order', { field: 'base' });
   }
-  const patched = (await run('patched', cluster, spec, spec.patch, opts)).records;
+  const patched = (await run('patched', cluster, spec, check.parsed, opts)).records;
   checkRecords('patched', patched);
   let wb = 0;
   let wp = 0;

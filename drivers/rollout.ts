@@ -33,9 +33,9 @@ export interface RolloutOptions {
   chunk?: number;
   /** chunks in flight per replica. @default 2 */
   window?: number;
-  /** worker threads per target actor for ALFWorld steps (0 = inline). @default 0 */
+  /** worker threads per target actor for the steps of pooled envs (ALFWorld; 0 = inline). @default 0 */
   envThreads?: number;
-  /** run ALFWorld steps in an EnvActor replica group of this many replicas (spread over nodes) instead. @default 0 */
+  /** run the steps of pooled envs in an EnvActor replica group of this many replicas (spread over nodes) instead. @default 0 */
   envActors?: number;
   /** worker threads per EnvActor. @default 2 */
   envActorThreads?: number;

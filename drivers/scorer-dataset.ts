@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import type { Cluster } from '../cluster/client.ts';
 import { Rng } from '../cluster/rng.ts';
 import type { EpisodeCache } from './episode-cache.ts';
-import { canonicalJson, patchHash, toPatch, type Patch } from '../harness/index.ts';
+import { canonicalJson, parsedPatch, patchHash, type Patch } from '../harness/index.ts';
 import { EOS_ID, PATCH_OPEN_ID, allowedNext, extractPacket, packetHash, teacherPropose, tokensToPatch, MissingEvaluationError } from '../policies/engineer/index.ts';
 import { baseRecords, rewardGroup } from './reward.ts';
 import { makeBatches } from './sft-dataset.ts';
@@ -22,7 +22,6 @@ export const OUTCOME_ROW_KIND = 'hr1-validator-outcome/1';
 
 /** Where datasets and models live by default. @default '.hr1/validator' */
 export const DEFAULT_VALIDATOR_DIR = '.hr1/validator';
-/** Training splits (the engineer's) and held-out splits (the learning report's). */
 
 /** One logged candidate outcome. */
 export interface OutcomeRow {
@@ -125,8 +124,8 @@ export function candidatePool(packet: ReturnType<typeof extractPacket>, o: { tea
   const out: { patch: Patch; source: 'teacher' | 'walk' }[] = [];
   const seen = new Set<string>();
   for (const p of o.teacherK > 0 ? teacherPropose(packet, { k: o.teacherK, seed: o.seed }) : []) {
-    const patch = toPatch(p.patch);
-    seen.add(patchHash(patch));
+    const { patch, hash } = parsedPatch(p.patch);
+    seen.add(hash);
     out.push({ patch, source: 'teacher' });
   }
   const rng = new Rng(`walks|${packetHash(packet)}|${o.seed}`);

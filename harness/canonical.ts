@@ -39,7 +39,7 @@ export function canonicalPatch(p: Patch): Patch {
 
 /** hash (sha256 hex of the canonical JSON) of a parsed patch */
 export function patchHash(p: Patch): string {
-  return sha256(canonicalJson(canonicalPatch(p)));
+  return sha256(canonicalJson(canonicalShape(p)));
 }
 
 function badPatch(issues: readonly PatchIssue[]): never {
@@ -49,9 +49,7 @@ function badPatch(issues: readonly PatchIssue[]): never {
 
 /** validate anything as a patch, or throw HARNESS_BAD_PATCH with every issue in the message */
 export function toPatch(input: unknown): Patch {
-  const r = parsePatch(input);
-  if (r.ok) return canonicalPatch(r.patch);
-  return badPatch(r.issues);
+  return parsedPatch(input).patch;
 }
 
 /**
@@ -69,8 +67,8 @@ export interface ParsedPatch {
 
 const madeHere = new WeakSet<object>();
 
-function fromCanonical(canonical: string, hash: string): ParsedPatch {
-  const pp: ParsedPatch = Object.freeze({ patch: JSON.parse(canonical) as Patch, canonical, hash });
+function fromCanonical(canonical: string, hash: string, patch: Patch = JSON.parse(canonical) as Patch): ParsedPatch {
+  const pp: ParsedPatch = Object.freeze({ patch, canonical, hash });
   madeHere.add(pp);
   return pp;
 }
@@ -85,11 +83,20 @@ export function isParsedPatch(x: unknown): x is ParsedPatch {
  * parsed and canonicalised, or HARNESS_BAD_PATCH is thrown with every issue (as {@link toPatch}).
  */
 export function parsedPatch(input: unknown): ParsedPatch {
-  if (isParsedPatch(input)) return input;
+  const r = readPatch(input);
+  return r.ok ? r.parsed : badPatch(r.issues);
+}
+
+/**
+ * The one validate-and-canonicalise step, without throwing: a ParsedPatch comes back as it is;
+ * anything else is parsed (every issue listed when it is not a patch) and canonicalised.
+ */
+export function readPatch(input: unknown): { ok: true; parsed: ParsedPatch } | { ok: false; issues: PatchIssue[] } {
+  if (isParsedPatch(input)) return { ok: true, parsed: input };
   const r = parsePatch(input);
-  if (!r.ok) return badPatch(r.issues);
+  if (!r.ok) return { ok: false, issues: r.issues };
   const canonical = canonicalJson(canonicalShape(r.patch));
-  return fromCanonical(canonical, sha256(canonical));
+  return { ok: true, parsed: fromCanonical(canonical, sha256(canonical)) };
 }
 
 /**
@@ -111,7 +118,8 @@ export function patchFromCanonical(canonical: string, hash: string): ParsedPatch
   if (canonicalJson(canonicalShape(r.patch)) !== canonical) {
     throw new HarnessError('HARNESS_BAD_PATCH', `the patch ${hash.slice(0, 12)}… is not in canonical form; send parsedPatch(p).canonical`, { hash });
   }
-  return fromCanonical(canonical, hash);
+  // the text is canonical, so its parse is the patch in canonical shape
+  return fromCanonical(canonical, hash, json as Patch);
 }
 
 export interface Layer {

@@ -5,12 +5,12 @@
 import { readFileSync } from 'node:fs';
 import { loadGames, type Game } from '../envs/alfworld/index.ts';
 import { alfworldEnv } from '../envs/alfworld/session.ts';
-import { baseHarness, canonicalJson, canonicalPatch, composeHarness, patchHash } from './canonical.ts';
+import { baseHarness, composeHarness, readPatch } from './canonical.ts';
 import { HarnessError, errorText } from './errors.ts';
 import { expertModel } from './models.ts';
 import { runEpisode } from './runtime.ts';
 import { CodeSandbox, type SandboxLimits } from './sandbox.ts';
-import { parsePatch, type Patch, type PatchIssue } from './schema.ts';
+import type { Patch, PatchIssue } from './schema.ts';
 import type { EpisodeRecord, HookAccount, Model } from './types.ts';
 
 /** the ALFWorld game smoke episodes run on unless told otherwise (valid_seen, pick_and_place) */
@@ -61,11 +61,9 @@ function resolveGame(g: Game | string | undefined): Game {
 export async function validatePatch(input: unknown, opts: ValidateOptions = {}): Promise<ValidationReport> {
   const errors: PatchIssue[] = [];
   const warnings: PatchIssue[] = [];
-  const parsed = parsePatch(input);
-  if (!parsed.ok) return finish({ ok: false, hash: null, canonical: null, errors: parsed.issues, warnings, smoke: null });
-  const patch = canonicalPatch(parsed.patch);
-  const hash = patchHash(patch);
-  const canonical = canonicalJson(patch);
+  const read = readPatch(input);
+  if (!read.ok) return finish({ ok: false, hash: null, canonical: null, errors: read.issues, warnings, smoke: null });
+  const { patch, hash, canonical } = read.parsed;
   const seen = new Set<string>();
   for (const [i, c] of (patch.code ?? []).entries()) {
     const id = c.name ?? `code[${i}]`;
@@ -176,10 +174,9 @@ export async function checkPatchFile(path: string, opts: ValidateOptions = {}): 
 export function showPatchFile(path: string): { canonical: string; hash: string } {
   const j = readJson(path);
   if (!j.ok) throw new HarnessError(j.issue.code === 'PATCH_JSON' ? 'HARNESS_BAD_JSON' : 'HARNESS_PATCH_NOT_FOUND', j.issue.message, { path });
-  const p = parsePatch(j.value);
+  const p = readPatch(j.value);
   if (!p.ok) {
     throw new HarnessError('HARNESS_BAD_PATCH', `${path} is not a valid patch; fix these fields (hr1 patch check ${path} says more):\n${p.issues.map((i) => `  ${i.path || '(patch)'}: ${i.message}`).join('\n')}`, { path, issues: p.issues });
   }
-  const c = canonicalPatch(p.patch);
-  return { canonical: canonicalJson(c), hash: patchHash(c) };
+  return { canonical: p.parsed.canonical, hash: p.parsed.hash };
 }

@@ -72,6 +72,7 @@ export {
   patchHash,
   toPatch,
   parsedPatch,
+  readPatch,
   isParsedPatch,
   patchFromCanonical,
   baseHarness,

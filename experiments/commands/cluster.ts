@@ -1,11 +1,9 @@
-import { isAbsolute, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { registeredActorClasses } from '../../cluster/actor.ts';
 import { NatsBus, authFromEnv } from '../../cluster/bus-nats.ts';
 import { Cluster } from '../../cluster/client.ts';
-import { Hr1Error } from '../../cluster/errors.ts';
 import { ClusterNode } from '../../cluster/node.ts';
 import { cpus } from 'node:os';
+import { loadModules } from './modules.ts';
 import { authOf, type ClusterCliOptions } from './runtime.ts';
 import { table } from './table.ts';
 
@@ -27,14 +25,7 @@ function mergeAuth(o: ClusterCliOptions) {
 /** `hr1 node`: join a cluster and host actors until SIGINT/SIGTERM. */
 export async function runNode(o: NodeCliOptions): Promise<void> {
   await import('../../actors/index.ts');
-  for (const m of o.module) {
-    const p = isAbsolute(m) ? m : resolve(process.cwd(), m);
-    try {
-      await import(pathToFileURL(p).href);
-    } catch (e) {
-      throw new Hr1Error('BAD_MODULE', `--module ${m}: cannot load it (${(e as Error).message}); pass a .ts or .js file that defines actors with defineActor()`, { cause: e });
-    }
-  }
+  await loadModules(o.module);
   const bus = await NatsBus.connect({ address: o.address, name: `hr1-node`, ...mergeAuth(o) });
   const cluster = new Cluster(bus, { cluster: o.cluster, log: (l) => console.log(`[node] ${l}`) });
   const node = new ClusterNode(bus, {

@@ -14,13 +14,18 @@ export function moduleArgs(argv: readonly string[]): string[] {
   return out;
 }
 
-/** Import every `--module` of an argv; a module that fails to load is a typed error naming it. */
-export async function preloadModules(argv: readonly string[]): Promise<void> {
-  for (const m of moduleArgs(argv)) {
+/** Import user modules in order (paths relative to the working directory); one that fails to load is a typed error naming it. */
+export async function loadModules(files: readonly string[]): Promise<void> {
+  for (const m of files) {
     try {
       await import(pathToFileURL(resolve(m)).href);
     } catch (e) {
-      throw new CommandError('BAD_MODULE', `--module ${m}: cannot load it (${(e as Error).message}); pass a .ts or .js file (e.g. one that calls registerEnv())`, { cause: e });
+      throw new CommandError('BAD_MODULE', `--module ${m}: cannot load it (${(e as Error).message}); pass a .ts or .js file that defines actors with defineActor() or registers an env with registerEnv()`, { cause: e });
     }
   }
+}
+
+/** Import every `--module` of an argv, before the command's options are checked. */
+export function preloadModules(argv: readonly string[]): Promise<void> {
+  return loadModules(moduleArgs(argv));
 }

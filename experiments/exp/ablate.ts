@@ -9,7 +9,7 @@ import { pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
-import { envMetrics, primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import { primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { gainOf } from './sweep.ts';

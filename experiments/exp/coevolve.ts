@@ -13,7 +13,7 @@ import { taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { ExpError } from '../runner/errors.ts';
-import { envMetrics, primaryMetric, type EvalRow } from '../runner/evaluate.ts';
+import { primaryMetric, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { planMethodOnTarget } from './sweep.ts';

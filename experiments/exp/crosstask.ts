@@ -12,7 +12,7 @@ import { listTasks } from '../../envs/registry.ts';
 import { meanStd, type Interval } from '../report/bootstrap.ts';
 import { fmtDelta, fmtMeanStd, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
-import { envMetrics, primaryMetric, episodesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
+import { primaryMetric, episodesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, testSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { gainOf } from './sweep.ts';

@@ -10,7 +10,7 @@ import { pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { heatmap } from '../report/plots.ts';
-import { envMetrics, primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import { primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { Method } from '../runner/methods.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, splitsMeta, targetEnvs, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';

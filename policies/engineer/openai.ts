@@ -6,7 +6,7 @@
  */
 import { OpenAIClient, type OpenAIClientOptions } from '../targets/openai.ts';
 import { parseTargetSpec } from '../targets/spec.ts';
-import { parsePatch, patchHash, toPatch, HOOKS, PREDICATES, EFFECTS_BY_HOOK, MAX_ENTRIES, MAX_SKILLS, type Patch, type PatchIssue } from '../../harness/index.ts';
+import { readPatch, HOOKS, PREDICATES, EFFECTS_BY_HOOK, MAX_ENTRIES, MAX_SKILLS, type Patch, type PatchIssue } from '../../harness/index.ts';
 import { EngineerError } from './errors.ts';
 import { formatPacket, type Packet } from './packet.ts';
 
@@ -52,10 +52,9 @@ export function parseEngineerReply(raw: string): LlmCandidate {
   } catch (e) {
     return { ok: false, raw, issues: [{ code: 'PATCH_JSON', path: '', message: `the reply is not a JSON object (${(e as Error).message}); the engineer must answer one JSON patch` }] };
   }
-  const r = parsePatch(json);
+  const r = readPatch(json);
   if (!r.ok) return { ok: false, raw, issues: r.issues };
-  const patch = toPatch(json);
-  return { ok: true, patch, hash: patchHash(patch), raw };
+  return { ok: true, patch: r.parsed.patch, hash: r.parsed.hash, raw };
 }
 
 export interface OpenAIEngineerOptions {
