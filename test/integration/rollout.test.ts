@@ -51,6 +51,7 @@ test.serial('rollout - a node killed mid-rollout costs no episode: its chunks ar
     const more = [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14].flatMap((seed) => episodes.map((e) => ({ ...e, seed })));
     let killed = '';
     let started = false;
+    let finished = false;
     const run = rollout(cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes: more }, {
       cache: null,
       replicas: 3,
@@ -59,10 +60,11 @@ test.serial('rollout - a node killed mid-rollout costs no episode: its chunks ar
       onProgress: (p) => {
         if (started || p.done === 0) return;
         started = true;
-        // kill a node while one of its target replicas has chunks in flight
+        // kill a node while one of its target replicas has chunks in flight; look until the
+        // rollout ends (a fixed number of looks ran out on a loaded machine, where status replies are slow)
         void (async () => {
-          for (let i = 0; i < 50 && !killed; i++) {
-            const st = await cluster.status(60);
+          while (!killed && !finished) {
+            const st = await cluster.status(200);
             const busy = st.find((h) => h.actors.some((a) => a.cls === 'TargetActor' && a.pending > 0));
             if (busy) {
               killed = busy.nodeId;
@@ -72,7 +74,7 @@ test.serial('rollout - a node killed mid-rollout costs no episode: its chunks ar
         })();
       },
     });
-    const r = await run;
+    const r = await run.finally(() => (finished = true));
     t.truthy(killed, 'a busy node was killed');
     t.true(r.stats.resent > 0, 'some chunks were re-sent');
     t.is(canonicalJson(r.records.slice(0, episodes.length)), canonicalJson(reference));
