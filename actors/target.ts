@@ -103,13 +103,15 @@ export const TargetActor = defineActor({
     concurrency: z.number().int().min(1).max(1024).default(DEFAULT_EPISODE_CONCURRENCY),
     /** step pooled envs through this EnvActor (a replica group, possibly on other nodes; it serves the chunks' env) instead */
     envActor: ActorRefSchema.optional(),
+    /** settings of the model backend (policies/targets/make.ts: makeModel's second argument), JSON */
+    targetOptions: z.record(z.string(), z.unknown()).optional(),
   }),
   protocol: {
     rollout: { input: RolloutChunkSchema, output: RolloutReplySchema },
     info: { input: z.null(), output: TargetInfoSchema },
   },
-  create: async ({ target, envThreads, concurrency, envActor }, ctx) => {
-    const model = await makeModel(target);
+  create: async ({ target, envThreads, concurrency, envActor, targetOptions }, ctx) => {
+    const model = await makeModel(target, targetOptions ?? {});
     let stepper: Stepper | undefined;
     if (envActor) {
       const h = (ctx.services as Cluster).handle(EnvActor, envActor);

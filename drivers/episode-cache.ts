@@ -21,6 +21,8 @@ export interface EpisodeKey {
   /** harnessVersion(): the runtime version and every layer's hash */
   harness: string;
   envOptions: Record<string, unknown>;
+  /** the target backend's settings (RolloutSpec.targetOptions); absent when none */
+  targetOptions?: Record<string, unknown>;
 }
 
 export function episodeKey(k: EpisodeKey): string {

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { ActorRef, Cluster, Handle } from '../cluster/client.ts';
 import { EnvActor } from '../actors/env.ts';
 import { ActorDiedError, BackpressureError, CallTimeoutError, Hr1Error } from '../cluster/errors.ts';
-import { baseHarness, composeHarness, harnessVersion, parsedPatch, type EpisodeRecord, type ParsedPatch } from '../harness/index.ts';
+import { baseHarness, canonicalJson, composeHarness, harnessVersion, parsedPatch, type EpisodeRecord, type ParsedPatch } from '../harness/index.ts';
 import { episodeKey, type EpisodeCache, type EpisodeKey } from './episode-cache.ts';
 import { envDescriptor, type EnvOptions } from '../envs/registry.ts';
 import { TargetActor, wirePatch, type EpisodeRef } from '../actors/target.ts';
@@ -24,6 +24,11 @@ export interface RolloutSpec {
   patch?: ParsedPatch | unknown;
   episodes: EpisodeRef[];
   envOptions?: EnvOptions;
+  /**
+   * settings of the target's model backend (an endpoint target's sampling, timeout, retries, …;
+   * policies/targets/make.ts), JSON; part of the episode's cache key and of the actor group's name
+   */
+  targetOptions?: Record<string, unknown>;
 }
 
 export interface RolloutOptions {
@@ -61,10 +66,11 @@ function shortHash(s: string): string {
 }
 
 /** The named replica group serving one target (get-or-create, restarted on node loss). */
-export async function targetGroup(cluster: Cluster, target: string, opts: { replicas?: number; envThreads?: number; concurrency?: number; envActor?: ActorRef } = {}): Promise<Handle<typeof TargetActor.def.protocol>> {
+export async function targetGroup(cluster: Cluster, target: string, opts: { replicas?: number; envThreads?: number; concurrency?: number; envActor?: ActorRef; targetOptions?: Record<string, unknown> } = {}): Promise<Handle<typeof TargetActor.def.protocol>> {
   const envThreads = opts.envThreads ?? 0;
-  const name = `tgt-${shortHash(`${target}|${opts.envActor?.actorId ?? ''}`)}-t${envThreads}-c${opts.concurrency ?? 16}-r${opts.replicas ?? 1}`;
-  return cluster.spawn(TargetActor.options({ name, replicas: opts.replicas ?? 1, maxRestarts: -1, maxConcurrency: 4, maxPending: 4096 }), { target, envThreads, concurrency: opts.concurrency ?? 16, ...(opts.envActor ? { envActor: opts.envActor } : {}) });
+  const to = opts.targetOptions && Object.keys(opts.targetOptions).length > 0 ? opts.targetOptions : undefined;
+  const name = `tgt-${shortHash(`${target}|${opts.envActor?.actorId ?? ''}|${to ? canonicalJson(to) : ''}`)}-t${envThreads}-c${opts.concurrency ?? 16}-r${opts.replicas ?? 1}`;
+  return cluster.spawn(TargetActor.options({ name, replicas: opts.replicas ?? 1, maxRestarts: -1, maxConcurrency: 4, maxPending: 4096 }), { target, envThreads, concurrency: opts.concurrency ?? 16, ...(opts.envActor ? { envActor: opts.envActor } : {}), ...(to ? { targetOptions: to } : {}) });
 }
 
 /** The named EnvActor replica group for an env (get-or-create, restarted on node loss). */
@@ -89,7 +95,9 @@ function keysOf(spec: RolloutSpec, patch: ParsedPatch | null): { keys: EpisodeKe
   const envOptions = Object.fromEntries(Object.entries(spec.envOptions ?? {}).filter(([, v]) => v !== undefined));
   // a SIMULATED target's behaviour is code: its version is part of what decides the episode
   const target = spec.target.startsWith('sim/') ? `${spec.target}@${SIM_VERSION}` : spec.target.startsWith('lm/') ? `${spec.target}@${lmHash(spec.target.slice(3))}` : spec.target;
-  const keys = spec.episodes.map((e) => ({ env: spec.env, taskId: e.taskId, seed: e.seed, target, patch: ph, harness: hv, envOptions }));
+  const to = spec.targetOptions && Object.keys(spec.targetOptions).length > 0 ? spec.targetOptions : undefined;
+  // the backend's settings decide the episode too; absent when none (so older keys stay valid)
+  const keys = spec.episodes.map((e) => ({ env: spec.env, taskId: e.taskId, seed: e.seed, target, patch: ph, harness: hv, envOptions, ...(to ? { targetOptions: to } : {}) }));
   return { keys, hashes: keys.map(episodeKey), patchHash: ph };
 }
 
@@ -129,7 +137,7 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
   if (todo.length > 0) {
     const replicas = opts.replicas ?? 1;
     const envActor = (opts.envActors ?? 0) > 0 && envDescriptor(spec.env).pooled ? (await envGroup(cluster, spec.env, opts.envActors!, opts.envActorThreads ?? 2)).ref : undefined;
-    const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency: opts.concurrency ?? 16, ...(envActor ? { envActor } : {}) });
+    const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency: opts.concurrency ?? 16, ...(envActor ? { envActor } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) });
     const size = opts.chunk ?? 8;
     const chunks: { e: EpisodeRef; i: number }[][] = [];
     for (let k = 0; k < todo.length; k += size) chunks.push(todo.slice(k, k + size));

@@ -4,7 +4,12 @@ import type { Model } from '../../harness/index.ts';
 import { parseTargetSpec, type TargetErrorCode } from './spec.ts';
 import { simModel } from './sim/sim.ts';
 
-export async function makeModel(spec: string): Promise<Model> {
+/**
+ * The model for a target spec. `options` are the backend's settings (JSON, from the CLI or a
+ * config); they are part of the episode cache key (drivers/rollout.ts).
+ */
+export async function makeModel(spec: string, options: Record<string, unknown> = {}): Promise<Model> {
+  void options;
   const t = parseTargetSpec(spec);
   if (t.kind === 'sim') return simModel(t.profile);
   if (t.kind === 'openai') {
