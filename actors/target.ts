@@ -39,10 +39,12 @@ export const RolloutChunkSchema = z.object({
   /** a patch over the base harness, or null for vanilla */
   patch: WirePatchSchema.nullable(),
   episodes: z.array(EpisodeRefSchema).min(1).max(4096),
+  /** the driver's id of this chunk (random per send), echoed in the reply so a reply can be matched to its request */
+  chunkId: z.string().max(64).optional(),
 });
 export type RolloutChunk = z.input<typeof RolloutChunkSchema>;
 
-export const RolloutReplySchema = z.object({ records: z.array(EpisodeRecordSchema), node: z.string() });
+export const RolloutReplySchema = z.object({ records: z.array(EpisodeRecordSchema), node: z.string(), chunkId: z.string().max(64).optional() });
 export type RolloutReply = z.infer<typeof RolloutReplySchema>;
 
 export const TargetInfoSchema = z.object({ target: z.string(), model: z.string(), node: z.string(), episodes: z.number(), envThreads: z.number() });
@@ -124,7 +126,7 @@ export const TargetActor = defineActor({
       const harness = harnessFor(s.harnesses, chunk.patch);
       const records = await runEpisodes(chunk.env, chunk.envOptions, harness, s.model, chunk.episodes, s.concurrency, stepperFor(s, chunk.env));
       s.episodes += records.length;
-      return { records, node: ctx.nodeId };
+      return { records, node: ctx.nodeId, ...(chunk.chunkId !== undefined ? { chunkId: chunk.chunkId } : {}) };
     },
     info: (s, _i, ctx) => ({ target: s.target, model: s.model.name, node: ctx.nodeId, episodes: s.episodes, envThreads: s.envThreads }),
   },

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createHash } from 'node:crypto';
 import { pack, unpack } from '../cluster/codec.ts';
-import { EpisodeRecordSchema, canonicalJson, type EpisodeRecord } from '../harness/index.ts';
+import { EpisodeRecordSchema, canonicalJson, isInfraStatus, type EpisodeRecord } from '../harness/index.ts';
 
 /** Everything that decides an episode's result. */
 export interface EpisodeKey {
@@ -59,7 +59,8 @@ export class EpisodeCache {
     if (row) {
       try {
         const r = EpisodeRecordSchema.safeParse(unpack(row.record));
-        if (r.success) rec = r.data;
+        // an infra error stored by an older version is not a result: a miss
+        if (r.success && !isInfraStatus(r.data.outcome.status)) rec = r.data;
       } catch {
         // not msgpack: a miss
       }
@@ -69,7 +70,9 @@ export class EpisodeCache {
     return rec;
   }
 
+  /** store a result; an episode that ended in an infra error is not a result and is never stored */
   put(key: string, k: EpisodeKey, rec: EpisodeRecord): void {
+    if (isInfraStatus(rec.outcome.status)) return;
     // created is bookkeeping only; no result depends on it
     this.putStmt.run(key, k.env, k.taskId, k.seed, k.target, k.patch, Buffer.from(pack(rec)), Date.now());
   }

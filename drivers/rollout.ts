@@ -1,13 +1,16 @@
 /**
  * The driver's rollout: a batch of (task, seed) episodes for one target and one patch, served
  * from the episode cache where it can, the rest spread over TargetActor replicas in chunks. A
- * chunk lost with its node is sent again; episodes are deterministic, so the result is the same.
+ * chunk lost with its node (or its connection, or answered by a reply that does not match it) is
+ * sent again; an episode that ended in an infra error (model_error, env_error, sandbox_error) is
+ * never cached or returned: it is run again, with backoff, and if it keeps failing the rollout
+ * fails with {@link RolloutInfraError}. Episodes are deterministic, so the result is the same.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { ActorRef, Cluster, Handle } from '../cluster/client.ts';
 import { EnvActor } from '../actors/env.ts';
 import { ActorDiedError, BackpressureError, CallTimeoutError, Hr1Error } from '../cluster/errors.ts';
-import { baseHarness, canonicalJson, composeHarness, harnessVersion, parsedPatch, type EpisodeRecord, type ParsedPatch } from '../harness/index.ts';
+import { baseHarness, canonicalJson, composeHarness, harnessVersion, isInfraStatus, parsedPatch, type EpisodeRecord, type ParsedPatch } from '../harness/index.ts';
 import { episodeKey, type EpisodeCache, type EpisodeKey } from './episode-cache.ts';
 import { envDescriptor, type EnvOptions } from '../envs/registry.ts';
 import { TargetActor, wirePatch, type EpisodeRef } from '../actors/target.ts';
@@ -52,35 +55,89 @@ export interface RolloutOptions {
   retries?: number;
   /** per-chunk call timeout. @default '10m' */
   timeout?: number | string;
+  /** rounds an episode that ended in an infra error is run again before the rollout fails. @default DEFAULT_INFRA_RETRIES (3) */
+  infraRetries?: number;
+  /** wait before the first such round, ms; doubled each round, at most 30 s. @default DEFAULT_INFRA_BACKOFF_MS (1000) */
+  infraBackoffMs?: number;
   onProgress?: (p: { done: number; total: number; cached: number }) => void;
   log?: (line: string) => void;
 }
 
 export interface RolloutResult {
   records: EpisodeRecord[];
-  stats: { episodes: number; cached: number; ran: number; resent: number; ms: number; nodes: string[] };
+  /** resent: chunks sent again (lost, timed out, mismatched replies); rerun: episodes run again after an infra error */
+  stats: { episodes: number; cached: number; ran: number; resent: number; rerun: number; ms: number; nodes: string[] };
+}
+
+/** @default 3 rounds of re-running episodes that ended in an infra error */
+export const DEFAULT_INFRA_RETRIES = 3;
+/** @default 1000 ms before the first re-run round (doubled each round) */
+export const DEFAULT_INFRA_BACKOFF_MS = 1000;
+
+/** One kind of infra failure in a rollout: its status, its first message and how many episodes had it. */
+export interface InfraFailure {
+  status: string;
+  count: number;
+  first: { taskId: string; seed: number; error: string };
+}
+
+/**
+ * Episodes kept ending in an infra error (an endpoint down, a database unreachable, an
+ * overloaded host) after every re-run: nothing of them was cached, counted or scored.
+ */
+export class RolloutInfraError extends Hr1Error<'ROLLOUT_INFRA'> {
+  readonly failures: InfraFailure[];
+  constructor(failures: InfraFailure[], episodes: number, total: number, attempts: number) {
+    const what = failures.map((f) => `${f.status} ×${f.count} (first: ${f.first.taskId} seed ${f.first.seed}: ${f.first.error})`).join('; ');
+    super('ROLLOUT_INFRA', `${episodes} of ${total} episodes ended in an infra error in each of ${attempts} attempts: ${what}. Nothing of them was cached or scored; fix the target endpoint or the env (database, data) and run again`, { data: { failures } });
+    this.failures = failures;
+  }
+}
+
+/** A reply that does not answer its chunk (other episodes, fewer records, another chunk's id): a typed error; the chunk is sent again. */
+export class ReplyMismatchError extends Hr1Error<'REPLY_MISMATCH'> {
+  constructor(message: string) {
+    super('REPLY_MISMATCH', `${message}; the chunk is sent again. If this repeats, something other than the TargetActor answers on the bus: lock it down with per-subject permissions (docs/ARCHITECTURE.md, "Locking the bus down")`, { retryable: true });
+  }
+}
+
+/** The records of a reply, checked against the chunk they answer. */
+export function checkReply(reply: { records: readonly EpisodeRecord[]; chunkId?: string | undefined }, chunk: { env: string; chunkId: string; episodes: readonly EpisodeRef[] }, harness: string): EpisodeRecord[] {
+  if (reply.chunkId !== chunk.chunkId) throw new ReplyMismatchError(`a reply for chunk ${reply.chunkId ?? '(none)'} came for chunk ${chunk.chunkId}`);
+  if (reply.records.length !== chunk.episodes.length) throw new ReplyMismatchError(`a reply has ${reply.records.length} records for a chunk of ${chunk.episodes.length} episodes`);
+  chunk.episodes.forEach((e, j) => {
+    const r = reply.records[j]!;
+    if (r.env !== chunk.env || r.taskId !== e.taskId || r.seed !== e.seed) throw new ReplyMismatchError(`record ${j} of a reply is ${r.env} ${r.taskId} seed ${r.seed}, the chunk asked for ${chunk.env} ${e.taskId} seed ${e.seed}`);
+    if (r.harness.version !== harness) throw new ReplyMismatchError(`record ${j} of a reply ran harness ${r.harness.version.slice(0, 16)}, the chunk asked for ${harness.slice(0, 16)}`);
+  });
+  return [...reply.records];
 }
 
 function shortHash(s: string): string {
   return createHash('sha256').update(s).digest('hex').slice(0, 10);
 }
 
-/** The named replica group serving one target (get-or-create, restarted on node loss). */
+/**
+ * The replica group serving one target for this driver (get-or-create within this client,
+ * restarted on node loss). The name carries the client's id: every driver owns its actors, so
+ * concurrent drivers on the same nodes never share one and none is killed by another's exit.
+ */
 export async function targetGroup(cluster: Cluster, target: string, opts: { replicas?: number; envThreads?: number; concurrency?: number; envActor?: ActorRef; targetOptions?: Record<string, unknown> } = {}): Promise<Handle<typeof TargetActor.def.protocol>> {
   const envThreads = opts.envThreads ?? 0;
   const to = opts.targetOptions && Object.keys(opts.targetOptions).length > 0 ? opts.targetOptions : undefined;
-  const name = `tgt-${shortHash(`${target}|${opts.envActor?.actorId ?? ''}|${to ? canonicalJson(to) : ''}`)}-t${envThreads}-c${opts.concurrency ?? 16}-r${opts.replicas ?? 1}`;
+  const name = `tgt-${shortHash(`${target}|${opts.envActor?.actorId ?? ''}|${to ? canonicalJson(to) : ''}`)}-t${envThreads}-c${opts.concurrency ?? 16}-r${opts.replicas ?? 1}-${cluster.clientId}`;
   return cluster.spawn(TargetActor.options({ name, replicas: opts.replicas ?? 1, maxRestarts: -1, maxConcurrency: 4, maxPending: 4096 }), { target, envThreads, concurrency: opts.concurrency ?? 16, ...(opts.envActor ? { envActor: opts.envActor } : {}), ...(to ? { targetOptions: to } : {}) });
 }
 
-/** The named EnvActor replica group for an env (get-or-create, restarted on node loss). */
+/** This driver's EnvActor replica group for an env (get-or-create within this client, restarted on node loss). */
 export async function envGroup(cluster: Cluster, env: string, replicas: number, threads: number): Promise<Handle<typeof EnvActor.def.protocol>> {
-  return cluster.spawn(EnvActor.options({ name: `env-${env}-r${replicas}-t${threads}`, replicas, maxRestarts: -1, maxConcurrency: 4096, maxPending: 65_536 }), { env, threads });
+  return cluster.spawn(EnvActor.options({ name: `env-${env}-r${replicas}-t${threads}-${cluster.clientId}`, replicas, maxRestarts: -1, maxConcurrency: 4096, maxPending: 65_536 }), { env, threads });
 }
 
 /** Keys of a rollout's episodes (for the cache and for reports). */
 export function rolloutKeys(spec: RolloutSpec): { keys: EpisodeKey[]; hashes: string[]; patchHash: string } {
-  return keysOf(spec, specPatch(spec));
+  const { keys, hashes, patchHash } = keysOf(spec, specPatch(spec));
+  return { keys, hashes, patchHash };
 }
 
 /** The spec's patch, parsed once (a ParsedPatch passes as it is), or null for vanilla; HARNESS_BAD_PATCH with field paths otherwise. */
@@ -88,7 +145,7 @@ function specPatch(spec: RolloutSpec): ParsedPatch | null {
   return spec.patch === null || spec.patch === undefined ? null : parsedPatch(spec.patch);
 }
 
-function keysOf(spec: RolloutSpec, patch: ParsedPatch | null): { keys: EpisodeKey[]; hashes: string[]; patchHash: string } {
+function keysOf(spec: RolloutSpec, patch: ParsedPatch | null): { keys: EpisodeKey[]; hashes: string[]; patchHash: string; harness: string } {
   const harness = patch === null ? baseHarness() : composeHarness(baseHarness(), patch);
   const ph = patch === null ? '' : patch.hash;
   const hv = harnessVersion(harness);
@@ -98,7 +155,7 @@ function keysOf(spec: RolloutSpec, patch: ParsedPatch | null): { keys: EpisodeKe
   const to = spec.targetOptions && Object.keys(spec.targetOptions).length > 0 ? spec.targetOptions : undefined;
   // the backend's settings decide the episode too; absent when none (so older keys stay valid)
   const keys = spec.episodes.map((e) => ({ env: spec.env, taskId: e.taskId, seed: e.seed, target, patch: ph, harness: hv, envOptions, ...(to ? { targetOptions: to } : {}) }));
-  return { keys, hashes: keys.map(episodeKey), patchHash: ph };
+  return { keys, hashes: keys.map(episodeKey), patchHash: ph, harness: hv };
 }
 
 // a learned target's weights are decided by its config and training code version
@@ -115,7 +172,7 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
   if (spec.episodes.length === 0) throw new Hr1Error('EMPTY_ROLLOUT', 'a rollout needs at least one (task, seed) episode');
   // the patch is validated and canonicalised here, once (not at all when it is a ParsedPatch), with field paths in the error
   const patch = specPatch(spec);
-  const { keys, hashes } = keysOf(spec, patch);
+  const { keys, hashes, harness } = keysOf(spec, patch);
   const wire = patch === null ? null : wirePatch(patch);
   const records = new Array<EpisodeRecord | undefined>(spec.episodes.length);
   let cached = 0;
@@ -128,55 +185,86 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
       }
     });
   }
-  const todo = spec.episodes.map((e, i) => ({ e, i })).filter((x) => records[x.i] === undefined);
+  let todo = spec.episodes.map((e, i) => ({ e, i })).filter((x) => records[x.i] === undefined);
   const total = spec.episodes.length;
   let done = cached;
   opts.onProgress?.({ done, total, cached });
   const nodes = new Set<string>();
   let resent = 0;
+  let rerun = 0;
   if (todo.length > 0) {
     const replicas = opts.replicas ?? 1;
     const envActor = (opts.envActors ?? 0) > 0 && envDescriptor(spec.env).pooled ? (await envGroup(cluster, spec.env, opts.envActors!, opts.envActorThreads ?? 2)).ref : undefined;
     const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency: opts.concurrency ?? 16, ...(envActor ? { envActor } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) });
     const size = opts.chunk ?? 8;
-    const chunks: { e: EpisodeRef; i: number }[][] = [];
-    for (let k = 0; k < todo.length; k += size) chunks.push(todo.slice(k, k + size));
-    let next = 0;
     const window = Math.max(1, replicas * (opts.window ?? 2));
     const retries = opts.retries ?? 5;
-    await Promise.all(
-      Array.from({ length: Math.min(window, chunks.length) }, async () => {
-        for (;;) {
-          const c = chunks[next++];
-          if (!c) return;
-          for (let attempt = 0; ; attempt++) {
-            try {
-              const r = await group.rollout({ env: spec.env, envOptions: spec.envOptions ?? {}, patch: wire, episodes: c.map((x) => x.e) }, { timeout: opts.timeout ?? '10m' });
-              nodes.add(r.node);
-              r.records.forEach((rec, j) => {
-                const i = c[j]!.i;
-                records[i] = rec;
-                opts.cache?.put(hashes[i]!, keys[i]!, rec);
-              });
-              done += c.length;
-              opts.onProgress?.({ done, total, cached });
-              break;
-            } catch (e) {
-              const again = e instanceof ActorDiedError || e instanceof CallTimeoutError || e instanceof BackpressureError;
-              if (!again || attempt >= retries) throw e;
-              resent++;
-              opts.log?.(`chunk of ${c.length} episodes lost (${(e as Error).message}); sending it again (${attempt + 1}/${retries})`);
-              await new Promise((res) => setTimeout(res, 200 * (attempt + 1)));
+    const infraRetries = opts.infraRetries ?? DEFAULT_INFRA_RETRIES;
+    for (let round = 0; ; round++) {
+      const chunks: { e: EpisodeRef; i: number }[][] = [];
+      for (let k = 0; k < todo.length; k += size) chunks.push(todo.slice(k, k + size));
+      // episodes of this round that ended in an infra error: not results, run again next round
+      const failed: { e: EpisodeRef; i: number; rec: EpisodeRecord }[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(window, chunks.length) }, async () => {
+          for (;;) {
+            const c = chunks[next++];
+            if (!c) return;
+            const episodes = c.map((x) => x.e);
+            for (let attempt = 0; ; attempt++) {
+              try {
+                const chunkId = randomUUID();
+                const r = await group.rollout({ env: spec.env, envOptions: spec.envOptions ?? {}, patch: wire, episodes, chunkId }, { timeout: opts.timeout ?? '10m' });
+                const got = checkReply(r, { env: spec.env, chunkId, episodes }, harness);
+                nodes.add(r.node);
+                got.forEach((rec, j) => {
+                  const x = c[j]!;
+                  if (isInfraStatus(rec.outcome.status)) {
+                    failed.push({ ...x, rec });
+                    return;
+                  }
+                  records[x.i] = rec;
+                  opts.cache?.put(hashes[x.i]!, keys[x.i]!, rec);
+                  done++;
+                });
+                opts.onProgress?.({ done, total, cached });
+                break;
+              } catch (e) {
+                const again = e instanceof ActorDiedError || e instanceof CallTimeoutError || e instanceof BackpressureError || (e instanceof Hr1Error && e.retryable);
+                if (!again || attempt >= retries) throw e;
+                resent++;
+                opts.log?.(`chunk of ${c.length} episodes lost (${(e as Error).message}); sending it again (${attempt + 1}/${retries})`);
+                await new Promise((res) => setTimeout(res, 200 * (attempt + 1)));
+              }
             }
           }
-        }
-      }),
-    );
+        }),
+      );
+      if (failed.length === 0) break;
+      const kinds = infraKinds(failed.map((f) => f.rec));
+      if (round >= infraRetries) throw new RolloutInfraError(kinds, failed.length, total, round + 1);
+      const wait = Math.min(30_000, (opts.infraBackoffMs ?? DEFAULT_INFRA_BACKOFF_MS) * 2 ** round);
+      opts.log?.(`${failed.length} episodes ended in an infra error (${kinds.map((k) => `${k.status} ×${k.count}: ${k.first.error}`).join('; ')}); not results: running them again in ${wait} ms (${round + 1}/${infraRetries})`);
+      await new Promise((res) => setTimeout(res, wait));
+      rerun += failed.length;
+      todo = failed.map(({ e, i }) => ({ e, i }));
+    }
   }
   return {
     records: records as EpisodeRecord[],
-    stats: { episodes: total, cached, ran: total - cached, resent, ms: performance.now() - t0, nodes: [...nodes].sort() },
+    stats: { episodes: total, cached, ran: total - cached, resent, rerun, ms: performance.now() - t0, nodes: [...nodes].sort() },
   };
+}
+
+function infraKinds(recs: readonly EpisodeRecord[]): InfraFailure[] {
+  const by = new Map<string, InfraFailure>();
+  for (const r of recs) {
+    const k = by.get(r.outcome.status);
+    if (k) k.count++;
+    else by.set(r.outcome.status, { status: r.outcome.status, count: 1, first: { taskId: r.taskId, seed: r.seed, error: r.outcome.error ?? 'no message' } });
+  }
+  return [...by.values()];
 }
 
 /** Success, score and steps of a set of records. */

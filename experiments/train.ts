@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import YAML from 'yaml';
 import type { Cluster } from '../cluster/client.ts';
-import { ConfigError } from '../cluster/errors.ts';
+import { ConfigError, Hr1Error } from '../cluster/errors.ts';
 import { Rng } from '../cluster/rng.ts';
 import { describeIssues } from '../cluster/codec.ts';
 import { EngineerSampler } from '../actors/sampler.ts';
@@ -17,7 +17,7 @@ import { EngineerSampler } from '../actors/sampler.ts';
 import '../actors/grammars.ts';
 import { Learner } from '../actors/learner.ts';
 import { EpisodeCache, rollout } from '../drivers/index.ts';
-import { buildSftDataset, makeBatches, rewardGroup } from '../drivers/index.ts';
+import { buildSftDataset, makeBatches, rewardGroup, type RewardResult } from '../drivers/index.ts';
 import { extractPacket } from '../policies/engineer/index.ts';
 import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson } from '../harness/index.ts';
@@ -103,6 +103,8 @@ export interface IterationLog {
   entropy?: number;
   clipFrac?: number;
   kl?: number;
+  /** candidates left out of the group because their evaluation is missing (infra errors): never scored 0 */
+  dropped?: { index: number; error: string }[];
   ms: { rollout?: number; sampling?: number; validation?: number; update?: number; total: number };
 }
 
@@ -241,8 +243,14 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       const tV = performance.now();
       const rewards = await rewardGroup(cluster, { env: cfg.env, target: cfg.target, episodes: batch!, patches, cache, base: base.records });
       const msValidation = performance.now() - tV;
-      const deltas = rewards.results.map((r) => (r.ok ? r.reward.delta : 0));
-      const valid = rewards.results.filter((r) => r.ok && r.reward.valid).length;
+      // a candidate whose evaluation is missing (its rollout hit infra errors) is not a 0: it leaves the group
+      const kept = rewards.results.flatMap((r, i) => (r.ok ? [i] : []));
+      const dropped = rewards.results.flatMap((r, i) => (r.ok ? [] : [{ index: i, error: r.error.message }]));
+      if (dropped.length > 0) log(`  grpo ${it}/${cfg.grpo.iterations}: ${dropped.length} of ${group.length} candidates dropped, their evaluation is missing (first: ${dropped[0]!.error})`);
+      if (kept.length === 0) throw new Hr1Error('TRAIN_EVAL_MISSING', `GRPO iteration ${it}: the evaluation of every candidate is missing (first: ${dropped[0]?.error ?? '?'}); training stops rather than score them 0. Fix the target or env and resume with the same command`);
+      group = kept.map((i) => group[i]!);
+      const deltas = kept.map((i) => (rewards.results[i] as { ok: true; reward: RewardResult }).reward.delta);
+      const valid = kept.filter((i) => (rewards.results[i] as { ok: true; reward: RewardResult }).reward.valid).length;
       const tU = performance.now();
       const upd = await learner.grpoStep(
         {
@@ -270,6 +278,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         entropy: last.entropy,
         clipFrac: last.clipFrac,
         kl: last.kl,
+        ...(dropped.length > 0 ? { dropped } : {}),
         ms: { rollout: msRollout0, sampling: msSampling, validation: msValidation, update: msUpdate, total: performance.now() - tIt },
       };
       write(rec);

@@ -14,7 +14,9 @@ export type HarnessErrorCode =
   | 'HARNESS_SANDBOX_UNAVAILABLE'
   | 'HARNESS_UNKNOWN_LAYER'
   | 'HARNESS_MODEL_FAILED'
-  | 'HARNESS_ENV_FAILED';
+  | 'HARNESS_ENV_FAILED'
+  /** a sandbox's wall-clock guard fired (an overloaded host): the episode is an infra error */
+  | 'HARNESS_WALL_GUARD';
 
 /** An error of the harness layer; `details` holds the values involved. */
 export class HarnessError extends Hr1Error<HarnessErrorCode> {
@@ -43,4 +45,13 @@ export function errorText(e: unknown, max = 300): string {
   else s = String(e);
   s = s.replace(/\s+/g, ' ').trim();
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** the wall-clock guard of a hook's sandbox fired: not the hook's fault, so not a result */
+export function wallGuardError(message: string): HarnessError {
+  return new HarnessError('HARNESS_WALL_GUARD', `${message}; the episode is an infra error (sandbox_error) and is run again, never scored`);
+}
+
+export function isWallGuardError(e: unknown): e is HarnessError {
+  return isHarnessError(e) && e.code === 'HARNESS_WALL_GUARD';
 }

@@ -9,7 +9,7 @@
  * const h = composeHarness(baseHarness(), { rules: [{ hook: 'preDecision', when: { pred: 'nothingHappens' }, effect: { type: 'hint', message: 'Try another action.' } }] });
  * const rec = await runEpisode(alfworldEnv(game), { model: expertModel(), harness: h, seed: 0 });
  */
-export { HarnessError, isHarnessError, type HarnessErrorCode } from './errors.ts';
+export { HarnessError, isHarnessError, isWallGuardError, wallGuardError, type HarnessErrorCode } from './errors.ts';
 export {
   HOOKS,
   PREDICATES,
@@ -95,13 +95,16 @@ export {
   NotebookSchema,
   EpisodeStatusSchema,
   EPISODE_STATUSES,
+  INFRA_STATUSES,
+  isInfraStatus,
 } from './record.ts';
 export {
   CodeSandbox,
+  RegexSandbox,
   sandboxModule,
   resolveLimits,
   DEFAULT_LIMITS,
-  DEFAULT_TIME_BUDGET_MS,
+  DEFAULT_WALL_GUARD_MS,
   DEFAULT_FUEL_TICKS,
   DEFAULT_MEMORY_BYTES,
   DEFAULT_STACK_BYTES,

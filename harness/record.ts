@@ -110,9 +110,21 @@ export const StepRecordSchema = z.strictObject({
 });
 export type StepRecord = z.infer<typeof StepRecordSchema>;
 
-export const EPISODE_STATUSES = ['won', 'lost', 'step_limit', 'model_error', 'env_error'] as const;
+export const EPISODE_STATUSES = ['won', 'lost', 'step_limit', 'model_error', 'env_error', 'sandbox_error'] as const;
 export const EpisodeStatusSchema = z.enum(EPISODE_STATUSES);
 export type EpisodeStatus = z.infer<typeof EpisodeStatusSchema>;
+
+/**
+ * Statuses of an episode that ended by an infrastructure failure, not by what the target or the
+ * patch did: the model backend failed (an endpoint down), the env failed (a database
+ * unreachable), or a sandbox's wall-clock guard fired (an overloaded host). Such an episode is
+ * never a result: never cached, never counted, never a reward; drivers run it again.
+ */
+export const INFRA_STATUSES: readonly EpisodeStatus[] = ['model_error', 'env_error', 'sandbox_error'];
+
+export function isInfraStatus(s: EpisodeStatus | string): boolean {
+  return s === 'model_error' || s === 'env_error' || s === 'sandbox_error';
+}
 
 export const OutcomeSchema = z.strictObject({
   status: EpisodeStatusSchema,

@@ -1,6 +1,7 @@
 /** The typed-rule interpreter: condition trees over ctx paths and predicates, and `{{path}}` templates. */
 import { Hr1Error } from '../cluster/errors.ts';
 import { canonicalJson } from './canonical.ts';
+import { wallGuardError } from './errors.ts';
 import type { RegexSandbox } from './sandbox.ts';
 import type { Cond } from './schema.ts';
 import type { HookCtx, Notebook } from './types.ts';
@@ -68,6 +69,7 @@ export function evalCond(c: Cond, scope: Scope, regex: RegexSandbox | null): boo
     if (!regex) throw new RuleFault('threw', 'no regex sandbox');
     const r = regex.test(c.matches, c.flags === 'i' ? 'i' : '', v);
     if (r.ok) return r.value;
+    if (r.kind === 'wallclock') throw wallGuardError(`matches /${c.matches}/: ${r.error}`);
     throw new RuleFault(r.kind === 'timeout' ? 'timeout' : r.kind === 'oom' ? 'oom' : 'threw', `matches /${c.matches}/: ${r.error}`);
   }
   if (typeof v !== 'number') return false;

@@ -4,7 +4,7 @@
  */
 import { Rng } from '../cluster/rng.ts';
 import { baseHarness, harnessVersion, type Harness } from './canonical.ts';
-import { HarnessError, errorText } from './errors.ts';
+import { HarnessError, errorText, isWallGuardError, wallGuardError } from './errors.ts';
 import { RuleFault, evalCond, fillTemplate, usesRegex, type Scope } from './rules.ts';
 import type { QuickJSWASMModule } from 'quickjs-emscripten';
 import { CodeSandbox, RegexSandbox, resolveLimits, type SandboxLimits } from './sandbox.ts';
@@ -217,6 +217,7 @@ class Episode {
       if (!e.code) continue;
       e.seed = new Rng(`${this.seed}:${e.account.id}`).nextU32();
       const r = await CodeSandbox.compile(e.code.source, { seed: e.seed, limits: this.limits });
+      if (r.wallclock) throw wallGuardError(`compiling ${e.account.id}: ${r.error ?? ''}`);
       if (r.ok && r.sandbox) {
         e.sandbox = r.sandbox;
         this.module ??= r.sandbox.moduleRef;
@@ -301,6 +302,7 @@ class Episode {
             continue;
           }
         } catch (err) {
+          if (isWallGuardError(err)) throw err;
           const kind = err instanceof RuleFault ? err.kind : 'threw';
           if (kind === 'timeout') c.timedOut++;
           else if (kind === 'oom') c.outOfMemory++;
@@ -314,6 +316,7 @@ class Episode {
         if (!e.sandbox?.alive) {
           // restarted after a timeout or out-of-memory: a fresh runtime, the same source and seed
           const r = this.module ? CodeSandbox.compileWith(this.module, e.code.source, { seed: e.seed ?? 0, limits: this.limits }) : null;
+          if (r?.wallclock) throw wallGuardError(`restarting ${e.account.id}: ${r.error ?? ''}`);
           if (!r?.ok || !r.sandbox) {
             c.threw++;
             c.disabled = true;
@@ -324,6 +327,7 @@ class Episode {
         }
         ctxJson ??= JSON.stringify(ctx);
         const out = e.sandbox.call(ctxJson, JSON.stringify(this.nb));
+        if (out.kind === 'wallclock') throw wallGuardError(`${e.account.id} at step ${this.step}: ${out.error}`);
         if (out.kind !== 'ok') {
           if (out.kind === 'timeout') c.timedOut++;
           else if (out.kind === 'oom') c.outOfMemory++;
@@ -422,6 +426,16 @@ class Episode {
       record.toolHint = this.toolHint;
       return record;
     };
+    try {
+      return await this.play(record, finish);
+    } catch (e) {
+      // the wall-clock guard of a sandbox fired: an infra error, never a different episode
+      if (isWallGuardError(e)) return finish('sandbox_error', this.lastFeedback ?? null, e.message);
+      throw e;
+    }
+  }
+
+  private async play(record: EpisodeRecord, finish: (status: EpisodeStatus, fb: EnvFeedback | null, error: string | null) => EpisodeRecord): Promise<EpisodeRecord> {
     await this.compile();
     let start;
     try {

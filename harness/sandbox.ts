@@ -1,21 +1,30 @@
 /**
  * The code-hook sandbox: QuickJS compiled to WebAssembly (quickjs-emscripten). A hook runs in its
- * own QuickJS runtime with a memory cap, a stack cap, and a budget per call (deterministic fuel
- * plus a wall-clock deadline). It sees only what is passed in as JSON: no process, require, timers,
- * fetch, WebAssembly or host objects; inside it, Date is frozen at 0 and Math.random is seeded.
+ * own QuickJS runtime with a memory cap, a stack cap, and a budget per call in deterministic fuel:
+ * whether a call "timed out" never depends on the machine's speed or load. A wall-clock guard
+ * (far above what the fuel allows on any sane machine) stops a call that would hang the host; when
+ * it fires the result is an infra error (outcome kind 'wallclock'; the episode ends as
+ * `sandbox_error` and is run again), never a different episode. It sees only what is passed in as
+ * JSON: no process, require, timers, fetch, WebAssembly or host objects; inside it, Date is frozen
+ * at 0 and Math.random is seeded.
  */
 import { RELEASE_SYNC, newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten';
-import { HarnessError, errorText } from './errors.ts';
+import { HarnessError, errorText, wallGuardError } from './errors.ts';
 
-/** wall-clock budget of one hook call, @default 50 */
-export const DEFAULT_TIME_BUDGET_MS = 50;
 /**
- * deterministic cap of one call, in ticks of 10,000 QuickJS interrupt polls (backward jumps and
- * calls). A tick takes 0.1 ms (empty loop) to 10 ms (a loop of JSON.stringify) here, so the wall
- * budget usually ends a runaway call first; the fuel stops the tightest loops at the same point on
- * every machine, @default 500
+ * wall-clock guard of one hook call (or compile), in ms: not a budget (the fuel is), a guard
+ * against a call that would hang the host. When it fires the call's outcome is 'wallclock', an
+ * infra error: the episode is not a result and is run again. @default 10_000
  */
-export const DEFAULT_FUEL_TICKS = 500;
+export const DEFAULT_WALL_GUARD_MS = 10_000;
+/**
+ * the budget of one call, deterministic: ticks of 10,000 QuickJS interrupt polls (backward jumps
+ * and calls), so 400,000 polls by default: enough for a hook that compares a proposal with every
+ * admissible action character by character. A tick takes 0.1 ms (empty loop) to 60 ms (a loop of
+ * JSON.stringify/parse of 1 kB) here, so a runaway call is stopped after 4 ms to 2.4 s, at the
+ * same point on every machine and under any load. @default 40
+ */
+export const DEFAULT_FUEL_TICKS = 40;
 /** memory cap of one hook's runtime, @default 16 MiB */
 export const DEFAULT_MEMORY_BYTES = 16 * 1024 * 1024;
 /**
@@ -33,8 +42,8 @@ export const DEFAULT_MODULE_MEMORY_BYTES = 256 * 1024 * 1024;
 export const DEFAULT_MAX_RESULT_CHARS = 65536;
 
 export interface SandboxLimits {
-  /** @default DEFAULT_TIME_BUDGET_MS */
-  timeBudgetMs: number;
+  /** @default DEFAULT_WALL_GUARD_MS */
+  wallGuardMs: number;
   /** @default DEFAULT_FUEL_TICKS */
   fuelTicks: number;
   /** @default DEFAULT_MEMORY_BYTES */
@@ -46,7 +55,7 @@ export interface SandboxLimits {
 }
 
 export const DEFAULT_LIMITS: SandboxLimits = {
-  timeBudgetMs: DEFAULT_TIME_BUDGET_MS,
+  wallGuardMs: DEFAULT_WALL_GUARD_MS,
   fuelTicks: DEFAULT_FUEL_TICKS,
   memoryBytes: DEFAULT_MEMORY_BYTES,
   stackBytes: DEFAULT_STACK_BYTES,
@@ -99,6 +108,8 @@ export type CallOutcome =
   | { kind: 'threw'; error: string }
   | { kind: 'timeout'; error: string }
   | { kind: 'oom'; error: string }
+  /** the wall-clock guard fired (a loaded or stalled host, not the hook's budget): an infra error */
+  | { kind: 'wallclock'; error: string }
   | { kind: 'malformed'; error: string }
   /** the sandbox itself failed (a host-level fault); it is gone */
   | { kind: 'crashed'; error: string };
@@ -143,7 +154,7 @@ const PRELUDE = (seed: number, maxChars: number): string => `(function () {
   };
 })()`;
 
-function classify(vm: QuickJSContext, h: QuickJSHandle): { kind: 'threw' | 'timeout' | 'oom'; error: string } {
+function classify(vm: QuickJSContext, h: QuickJSHandle, wall: boolean, guardMs: number): { kind: 'threw' | 'timeout' | 'oom' | 'wallclock'; error: string } {
   let d: unknown;
   try {
     d = vm.dump(h);
@@ -154,7 +165,10 @@ function classify(vm: QuickJSContext, h: QuickJSHandle): { kind: 'threw' | 'time
   const stack = typeof d === 'object' && d !== null ? String((d as { stack?: unknown }).stack ?? '') : '';
   const at = /hook\.js:\d+:\d+/.exec(stack);
   if (at) msg += ` (at ${at[0]})`;
-  if (/\binterrupted\b/.test(msg)) return { kind: 'timeout', error: 'time budget exceeded (interrupted)' };
+  if (/\binterrupted\b/.test(msg)) {
+    if (wall) return { kind: 'wallclock', error: `the wall-clock guard (${guardMs} ms) fired before the fuel ran out: the host is overloaded or stalled` };
+    return { kind: 'timeout', error: 'fuel budget exceeded (interrupted)' };
+  }
   if (/out of memory|stack overflow|Maximum call stack|string too long|invalid array length/i.test(msg)) return { kind: 'oom', error: msg };
   return { kind: 'threw', error: msg };
 }
@@ -164,6 +178,8 @@ export interface CompileResult {
   sandbox?: CodeSandbox;
   /** the sandbox's own words: a syntax error with its line, a missing hook, a timeout */
   error?: string;
+  /** the wall-clock guard fired while compiling: an infra error, not a verdict on the source */
+  wallclock?: boolean;
 }
 
 /** One code hook, compiled in its own QuickJS runtime. Call `dispose()` when the episode ends. */
@@ -174,6 +190,8 @@ export class CodeSandbox {
   private hook: QuickJSHandle | null = null;
   private deadline = 0;
   private ticks = 0;
+  /** the last interrupt came from the wall-clock guard, not the fuel */
+  private wallFired = false;
   private readonly limits: SandboxLimits;
   private readonly module: QuickJSWASMModule;
 
@@ -185,7 +203,12 @@ export class CodeSandbox {
     this.rt.setMaxStackSize(limits.stackBytes);
     this.rt.setInterruptHandler(() => {
       this.ticks++;
-      return this.ticks > this.limits.fuelTicks || performance.now() > this.deadline;
+      if (this.ticks > this.limits.fuelTicks) return true;
+      if (performance.now() > this.deadline) {
+        this.wallFired = true;
+        return true;
+      }
+      return false;
     });
     this.vm = this.rt.newContext();
   }
@@ -206,19 +229,19 @@ export class CodeSandbox {
       sb.arm();
       const pre = vm.evalCode(PRELUDE(opts.seed, limits.maxResultChars), 'prelude.js');
       if (pre.error) {
-        const c = classify(vm, pre.error);
+        const c = sb.classify(pre.error);
         pre.error.dispose();
         sb.dispose();
-        return { ok: false, error: `prelude failed: ${c.error}` };
+        return { ok: false, error: `prelude failed: ${c.error}`, ...(c.kind === 'wallclock' ? { wallclock: true } : {}) };
       }
       sb.runner = pre.value;
       sb.arm();
       const r = vm.evalCode(source, 'hook.js');
       if (r.error) {
-        const c = classify(vm, r.error);
+        const c = sb.classify(r.error);
         r.error.dispose();
         sb.dispose();
-        return { ok: false, error: c.kind === 'timeout' ? 'top-level code ran past the time budget; define hook() and do the work inside it' : c.error };
+        return { ok: false, error: c.kind === 'timeout' ? 'top-level code ran past the fuel budget; define hook() and do the work inside it' : c.error, ...(c.kind === 'wallclock' ? { wallclock: true } : {}) };
       }
       r.value.dispose();
       const h = vm.getProp(vm.global, 'hook');
@@ -238,7 +261,12 @@ export class CodeSandbox {
 
   private arm(): void {
     this.ticks = 0;
-    this.deadline = performance.now() + this.limits.timeBudgetMs;
+    this.wallFired = false;
+    this.deadline = performance.now() + this.limits.wallGuardMs;
+  }
+
+  private classify(h: QuickJSHandle): ReturnType<typeof classify> {
+    return classify(this.vm as QuickJSContext, h, this.wallFired, this.limits.wallGuardMs);
   }
 
   get moduleRef(): QuickJSWASMModule {
@@ -261,7 +289,7 @@ export class CodeSandbox {
       a.dispose();
       b.dispose();
       if (r.error) {
-        const c = classify(vm, r.error);
+        const c = this.classify(r.error);
         r.error.dispose();
         return c;
       }
@@ -321,7 +349,7 @@ export const MAX_MATCH_INPUT = 10000;
 
 /**
  * `matches` conditions run in QuickJS too: its regex engine polls the interrupt handler, so a
- * catastrophic pattern times out instead of hanging the host.
+ * catastrophic pattern runs out of fuel instead of hanging the host.
  */
 export class RegexSandbox {
   private sb: CodeSandbox | null = null;
@@ -331,6 +359,7 @@ export class RegexSandbox {
   }
   async init(): Promise<void> {
     const r = await CodeSandbox.compile(REGEX_SOURCE, { limits: this.limits });
+    if (r.wallclock) throw wallGuardError(`the regex sandbox: ${r.error ?? ''}`);
     if (!r.ok || !r.sandbox) throw new HarnessError('HARNESS_SANDBOX_UNAVAILABLE', `regex sandbox failed to start: ${r.error ?? '?'}`);
     this.sb = r.sandbox;
   }

@@ -6,11 +6,10 @@
  */
 import type { Cluster } from '../../cluster/client.ts';
 import { Rng } from '../../cluster/rng.ts';
-import { ActorTaskError } from '../../cluster/errors.ts';
 import { envDescriptor, envNames, isEnvName, listTasks, type EnvMetric, type EnvOptions, type EnvSplits } from '../../envs/registry.ts';
 import { makeBatches, rollout } from '../../drivers/index.ts';
 import type { EpisodeRef } from '../../actors/index.ts';
-import { parsedPatch, type EpisodeRecord } from '../../harness/index.ts';
+import { isInfraStatus, parsedPatch, type EpisodeRecord } from '../../harness/index.ts';
 import { extractPacket, packetHash, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
 import type { Method, MethodOptions } from './methods.ts';
@@ -50,7 +49,7 @@ export interface EvalRow extends ResultRow {
   patchHash: string;
   patch: unknown;
   packetHash: string | null;
-  /** episodes that ended in env_error/model_error (their reward counts as 0) */
+  /** episodes that ended in an infra error; always 0, since rollout() re-runs them or fails (kept in the record format) */
   errors: number;
   outcomes: Outcome[];
 }
@@ -77,7 +76,7 @@ export function trainBatches(env: string, o: { packets: number; batchSize: numbe
 export function outcomesOf(records: readonly EpisodeRecord[]): { outcomes: Outcome[]; errors: number } {
   let errors = 0;
   const outcomes = records.map((r): Outcome => {
-    if (r.outcome.status === 'env_error' || r.outcome.status === 'model_error') errors++;
+    if (isInfraStatus(r.outcome.status)) errors++;
     return [r.taskId, r.seed, r.outcome.won ? 1 : 0, Math.round(r.outcome.reward * 1e6) / 1e6];
   });
   return { outcomes, errors };
@@ -102,9 +101,6 @@ export function envOptionsFor(env: string, episodes: readonly EpisodeRef[], base
   const d = envDescriptor(env);
   return d.rolloutOptions && episodes.length > 0 ? d.rolloutOptions(episodes.map((e) => e.taskId), base) : base;
 }
-
-/** Times a failed rollout is sent again before the unit fails. @default 2 */
-export const ROLL_RETRIES = 2;
 
 /** What the units of one experiment run share. */
 export class ExpRun {
@@ -135,16 +131,8 @@ export class ExpRun {
 
   /** Roll `patch` (a ParsedPatch, used as it is; any patch-shaped value, validated in the rollout; or null) out on `episodes`. */
   async roll(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
-    // episodes are deterministic, so a chunk that failed for a transient reason (the sandbox
-    // missing its start-up time budget on a loaded machine) is simply sent again
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.rollOnce(env, target, patch, episodes);
-      } catch (e) {
-        if (!(e instanceof ActorTaskError) || attempt >= ROLL_RETRIES) throw e;
-        this.progress.log(`rollout of ${episodes.length} ${env} episodes failed (${e.message}); trying again (${attempt + 1}/${ROLL_RETRIES})`);
-      }
-    }
+    // lost chunks are re-sent and infra errors re-run inside rollout(); what still fails stops the run
+    return this.rollOnce(env, target, patch, episodes);
   }
 
   private async rollOnce(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
