@@ -40,6 +40,8 @@ test('train - a bad config names the option path', (t) => {
 });
 
 test('train - a run killed after a checkpoint resumes with --resume and makes the same updates', async (t) => {
+  // three training runs: on a loaded machine (CI) this takes minutes, and its result must not change
+  t.timeout(600_000);
   const { hr1, waitFor } = await import('./processes.ts');
   const { writeFileSync, mkdirSync } = await import('node:fs');
   const dir = join(tmpdir(), `hr1-resume-${process.pid}`);
