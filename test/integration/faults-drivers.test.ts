@@ -35,7 +35,7 @@ test.serial('drivers - four concurrent evals of the same target on the same node
     await watcher.waitForNodes(2, 20_000);
     // drivers of different sizes, so that they finish at different times
     const sizes = [6, 12, 18, 24];
-    const solo = [];
+    const solo: ReturnType<typeof result>[] = [];
     for (const n of sizes) {
       const r = await runEval(server.url, 'drv', n);
       t.is(r.code, 0, r.out);
