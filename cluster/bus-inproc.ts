@@ -1,4 +1,4 @@
-import { BusClosedError, BusNoRespondersError, collectReplies, subjectMatches, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
+import { BusClosedError, BusDisconnectedError, BusNoRespondersError, collectReplies, subjectMatches, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
 import { PendingRequests } from './pending.ts';
 
 interface Sub {
@@ -110,6 +110,19 @@ export class InProcessBus implements Bus {
 
   onStatus(cb: (s: BusStatus) => void): void {
     this.statusCbs.push(cb);
+  }
+
+  /**
+   * For fault tests: behave as a NATS connection that dropped and came back at once: every
+   * pending request fails with {@link BusDisconnectedError} (as NatsBus does on a disconnect),
+   * then status callbacks see `disconnect` and `reconnect`. Subscriptions stay, as over NATS;
+   * a reply to a failed request is ignored.
+   */
+  interrupt(): number {
+    const n = this.pending.failAll((subject) => new BusDisconnectedError(subject, this.address));
+    for (const cb of this.statusCbs) cb('disconnect');
+    for (const cb of this.statusCbs) cb('reconnect');
+    return n;
   }
 
   async close(): Promise<void> {

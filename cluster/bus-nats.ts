@@ -1,11 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { connect, createInbox, credsAuthenticator, type ConnectionOptions, type NatsConnection, type NatsError } from 'nats';
-import { BusClosedError, BusNoRespondersError, BusTimeoutError, collectReplies, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
+import { BusClosedError, BusDisconnectedError, BusNoRespondersError, BusTimeoutError, collectReplies, type Bus, type BusMsg, type BusStatus, type BusSubscription } from './bus.ts';
 import { ConnectionError } from './errors.ts';
 import { PendingRequests } from './pending.ts';
+import { redactAddress, refuseCredentialsInUrl, splitAddresses } from './address.ts';
+import { resolveTls, tlsFailure, tlsFromEnv, type NatsTlsFiles } from './tls.ts';
 
-/** Credentials for a secured NATS cluster; every command passes them through. */
-export interface NatsAuth {
+/**
+ * How to get into a secured NATS cluster: credentials and TLS files; every command passes them
+ * through (flags `--user/--pass`, `--token`, `--creds`, `--tls-ca/--tls-cert/--tls-key`, or the
+ * `HR1_NATS_*` variables, see {@link authFromEnv}).
+ */
+export interface NatsAuth extends NatsTlsFiles {
   user?: string | undefined;
   pass?: string | undefined;
   token?: string | undefined;
@@ -14,7 +20,10 @@ export interface NatsAuth {
 }
 
 export interface NatsBusOptions extends NatsAuth {
-  /** `nats://host:port`, or several separated by commas. */
+  /**
+   * `nats://host:port` or `tls://host:port`, or several separated by commas. `tls://` (or any TLS
+   * file) makes TLS required (cluster/tls.ts). No credentials inside: `user:pass@` is refused.
+   */
   address: string;
   /** Connection name shown by the server's monitoring. */
   name?: string;
@@ -22,15 +31,21 @@ export interface NatsBusOptions extends NatsAuth {
   reconnectWaitMs?: number;
 }
 
-/** Read credentials from `HR1_NATS_USER`, `HR1_NATS_PASS`, `HR1_NATS_TOKEN`, `HR1_NATS_CREDS`. */
+/**
+ * Read credentials from `HR1_NATS_USER`, `HR1_NATS_PASS`, `HR1_NATS_TOKEN`, `HR1_NATS_CREDS`, and
+ * TLS files from `HR1_NATS_TLS_CA`, `HR1_NATS_TLS_CERT`, `HR1_NATS_TLS_KEY`.
+ */
 export function authFromEnv(env: NodeJS.ProcessEnv = process.env): NatsAuth {
   return {
     user: env.HR1_NATS_USER || undefined,
     pass: env.HR1_NATS_PASS || undefined,
     token: env.HR1_NATS_TOKEN || undefined,
     creds: env.HR1_NATS_CREDS || undefined,
+    ...tlsFromEnv(env),
   };
 }
+
+const CREDENTIAL_HELP = 'pass --user/--pass, --token or --creds (or HR1_NATS_USER/HR1_NATS_PASS, HR1_NATS_TOKEN, HR1_NATS_CREDS)';
 
 function mapRequestError(e: unknown, subject: string, timeoutMs: number): Error {
   const code = (e as NatsError)?.code;
@@ -64,6 +79,11 @@ export class NatsBus implements Bus {
     void (async () => {
       for await (const s of nc.status()) {
         const t = String(s.type);
+        // a request in flight when the connection drops may never get its reply (the responder
+        // may answer before our inbox is resubscribed, or the request died with the socket): fail
+        // them all now, retryable, rather than let each wait for its timeout. Requests made while
+        // reconnecting are buffered by nats.js and sent after the reconnect, so they are kept.
+        if (t === 'disconnect') this.pending.failAll((subject) => new BusDisconnectedError(subject, this.address));
         if (t === 'disconnect' || t === 'reconnect') for (const cb of this.statusCbs) cb(t);
       }
     })();
@@ -72,9 +92,15 @@ export class NatsBus implements Bus {
     });
   }
 
-  /** Connect; a refused or unauthenticated connection becomes a typed {@link ConnectionError}. */
+  /**
+   * Connect; a refused or unauthenticated connection, a TLS problem or credentials inside the
+   * address become a typed {@link ConnectionError} whose message never shows a password.
+   */
   static async connect(opts: NatsBusOptions): Promise<NatsBus> {
-    const servers = opts.address.split(',').map((s) => s.trim()).filter(Boolean);
+    refuseCredentialsInUrl(opts.address);
+    const servers = splitAddresses(opts.address);
+    const shown = redactAddress(opts.address);
+    const tls = resolveTls(opts.address, opts);
     const co: ConnectionOptions = {
       servers,
       name: opts.name ?? 'hr1',
@@ -84,6 +110,8 @@ export class NatsBus implements Bus {
       // no Error (stack capture) per request: it was a third of the client's CPU per call
       noAsyncTraces: true,
     };
+    // set for every tls:// address: nats.js ignores the scheme, and with TLS options it refuses a server without TLS
+    if (tls) co.tls = tls;
     if (opts.user !== undefined) co.user = opts.user;
     if (opts.pass !== undefined) co.pass = opts.pass;
     if (opts.token !== undefined) co.token = opts.token;
@@ -102,9 +130,16 @@ export class NatsBus implements Bus {
     } catch (e) {
       const code = (e as NatsError)?.code;
       if (code === 'AUTHORIZATION_VIOLATION' || code === 'BAD_AUTHENTICATION' || code === 'AUTHENTICATION_EXPIRED') {
-        throw new ConnectionError('AUTH_REFUSED', `NATS server at ${opts.address} refused the credentials (${code}); pass --user/--pass, --token or --creds (or HR1_NATS_USER/HR1_NATS_PASS, HR1_NATS_TOKEN, HR1_NATS_CREDS)`, { cause: e });
+        const given = [opts.user, opts.pass, opts.token, opts.creds].some((v) => v !== undefined && v !== '');
+        throw new ConnectionError(
+          'AUTH_REFUSED',
+          given ? `NATS server at ${shown} refused the credentials (${code}); check them: ${CREDENTIAL_HELP}` : `NATS server at ${shown} requires credentials; ${CREDENTIAL_HELP}`,
+          { cause: e, data: { credentialsGiven: given } },
+        );
       }
-      throw new ConnectionError('CONNECTION_REFUSED', `cannot connect to NATS at ${opts.address} (${code ?? (e as Error).message}); is nats-server running there? Without --address, hr1 starts a private one`, { cause: e });
+      const tlsWhy = tlsFailure(e, tls);
+      if (tlsWhy) throw new ConnectionError('TLS_REFUSED', `NATS server at ${shown} ${tlsWhy}`, { cause: e });
+      throw new ConnectionError('CONNECTION_REFUSED', `cannot connect to NATS at ${shown} (${code ?? (e as Error).message}); is nats-server running there? Without --address, hr1 starts a private one`, { cause: e });
     }
   }
 

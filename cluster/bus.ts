@@ -23,7 +23,11 @@ export interface Bus {
   /** Where this bus is connected, for messages (`inproc` or the server URL). */
   readonly address: string;
   publish(subject: string, data: Uint8Array): void;
-  /** Request/reply; rejects with {@link BusNoRespondersError} or {@link BusTimeoutError}. */
+  /**
+   * Request/reply; rejects with {@link BusNoRespondersError} or {@link BusTimeoutError}, or with
+   * {@link BusDisconnectedError} when the connection drops while it is pending (every pending
+   * request fails at once then; the bus reconnects by itself).
+   */
   request(subject: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
   subscribe(subject: string, handler: (msg: BusMsg) => void, opts?: { queue?: string }): BusSubscription;
   /** Publish a request and collect every reply that arrives within the window (scatter-gather); with `expected`, return as soon as that many replied. */
@@ -41,7 +45,7 @@ export interface Bus {
  * (`UnknownActorError`, `CallTimeoutError`, …) before a caller sees them; `name` stays `Error`
  * and they wire as `'task'`, so one that escapes reads exactly as before they joined Hr1Error.
  */
-export class BusError<C extends 'NO_RESPONDERS' | 'TIMEOUT' | 'BUS_CLOSED'> extends Hr1Error<C> {
+export class BusError<C extends 'NO_RESPONDERS' | 'TIMEOUT' | 'BUS_CLOSED' | 'DISCONNECTED'> extends Hr1Error<C> {
   static override readonly wireAs = 'task';
   /** the subject the request or publish was on */
   readonly subject: string;
@@ -73,6 +77,20 @@ export class BusTimeoutError extends BusError<'TIMEOUT'> {
 export class BusClosedError extends BusError<'BUS_CLOSED'> {
   constructor(subject: string, reason: string) {
     super('BUS_CLOSED', subject, `cannot send on ${subject}: ${reason}`);
+  }
+}
+
+/**
+ * The connection dropped while the request was pending: its reply, if one comes, cannot be
+ * trusted to arrive (the inbox may be resubscribed after the responder answered), so the bus
+ * fails every pending request with this at once instead of letting them wait for their timeout.
+ */
+export class BusDisconnectedError extends BusError<'DISCONNECTED'> {
+  /** where the bus was connected */
+  readonly address: string;
+  constructor(subject: string, address: string) {
+    super('DISCONNECTED', subject, `the connection to NATS at ${address} was lost while the request on ${subject} was pending`);
+    this.address = address;
   }
 }
 

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { type ActorClass, type ActorOptions, type Protocol, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_PENDING, lookupActorClass } from './actor.ts';
-import { BusNoRespondersError, BusTimeoutError, type Bus } from './bus.ts';
+import { BusDisconnectedError, BusNoRespondersError, BusTimeoutError, type Bus } from './bus.ts';
 import { NatsBus } from './bus-nats.ts';
 import { decode, encode, pack, unpack, validate } from './codec.ts';
 import { parseDuration, zDuration, zPositiveDuration, type Duration } from './duration.ts';
-import { ActorDiedError, BackpressureError, CallTimeoutError, ConfigError, Hr1Error, PlacementError, UnknownActorError, fromWire, type WireError } from './errors.ts';
+import { ActorDiedError, BackpressureError, CallLostError, CallTimeoutError, ConfigError, Hr1Error, PlacementError, UnknownActorError, fromWire, type WireError } from './errors.ts';
 import { JetStreamObjectStore, MemoryObjectStore, type ObjectStore } from './objects.ts';
 import { LOCAL_NODES } from './node.ts';
-import { HeartbeatSchema, PING_METHOD, PongSchema, WireErrorSchema, subjects, type Heartbeat, type HostedActor, type SpawnRequest } from './protocol.ts';
+import { HeartbeatSchema, PING_METHOD, PongSchema, WireErrorSchema, subjects, type Heartbeat, type Pong, type SpawnRequest } from './protocol.ts';
 
 /** A reference to an actor as plain data: it can travel in messages and be turned back into a handle. */
 export const ActorRefSchema = z.object({
@@ -162,6 +162,8 @@ interface Replica {
   nodeId: string;
   restarts: number;
   dead: boolean;
+  /** a restart is looking for a node: a second loss must not start another */
+  placing: boolean;
 }
 
 interface Owned {
@@ -172,7 +174,26 @@ interface Owned {
   replicas: Replica[];
   killed: boolean;
   deathReason: string | undefined;
+  /** what made the last restart fail (a PlacementError), for the ActorDiedError callers get */
+  deathCause: Error | undefined;
 }
+
+/**
+ * An actor this client reused but did not create (a named actor answered its ping): nobody here
+ * supervises it, but its node is watched, from the ping's answer on, as if heard in a heartbeat.
+ */
+interface Adopted {
+  cls: string;
+  nodeId: string;
+  owner: string | undefined;
+  /** the last sign of life of its node: the pong, then that node's heartbeats */
+  seenAt: number;
+  /** its node was declared lost; reset when a heartbeat lists the actor again */
+  lost: boolean;
+}
+
+/** Lost nodes remembered for PlacementError messages (the oldest is forgotten first). */
+const MAX_LOST_NODES = 64;
 
 const memoryStores = new WeakMap<Bus, MemoryObjectStore>();
 
@@ -192,6 +213,13 @@ export class Cluster {
   // placements not yet visible in the node's heartbeat, so parallel spawns spread out
   private placedSinceBeat = new Map<string, number>();
   private deadActors = new Map<string, string>();
+  private adopted = new Map<string, Adopted>();
+  // nodes declared lost and why, until they beat again: what a PlacementError names
+  private lostNodes = new Map<string, string>();
+  // nodes out of the table because a spawn met no responders there: placement skips them at once;
+  // their actors count as lost only if no heartbeat comes within deadAfter (a reconnecting node
+  // also has no subscriptions for a moment, and comes back with its actors)
+  private suspects = new Map<string, NodeView>();
   private counter = 0;
   private timer: NodeJS.Timeout;
   private connected = true;
@@ -235,8 +263,7 @@ export class Cluster {
       if (s === 'reconnect') {
         this.connected = true;
         // our own outage is not the nodes' death: give them a full window to beat again
-        const now = Date.now();
-        for (const n of this.nodes.values()) n.lastSeen = now;
+        this.freshWindow(Date.now());
       }
     });
     this.timer = setInterval(() => this.checkLiveness(), Math.max(50, Math.floor(this.deadAfter / 6)));
@@ -246,13 +273,34 @@ export class Cluster {
   private onHeartbeat(hb: Heartbeat): void {
     if (this.closed) return;
     if (hb.stopping) {
-      const v = this.nodes.get(hb.nodeId);
+      const v = this.nodes.get(hb.nodeId) ?? this.suspects.get(hb.nodeId);
       if (v) this.nodeLost(hb.nodeId, v.hb, 'it stopped');
+      else this.unheardNodeLost(hb.nodeId, 'it stopped');
       return;
     }
-    this.nodes.set(hb.nodeId, { hb, lastSeen: Date.now() });
+    const now = Date.now();
+    this.nodes.set(hb.nodeId, { hb, lastSeen: now });
     this.placedSinceBeat.delete(hb.nodeId);
+    if (this.lostNodes.size > 0) this.lostNodes.delete(hb.nodeId);
+    if (this.suspects.size > 0) this.suspects.delete(hb.nodeId);
     for (const a of hb.actors) this.deadActors.delete(a.actorId);
+    if (this.adopted.size > 0) {
+      for (const a of hb.actors) {
+        const ad = this.adopted.get(a.actorId);
+        if (!ad) continue;
+        ad.nodeId = hb.nodeId;
+        ad.owner = a.owner;
+        ad.seenAt = now;
+        ad.lost = false;
+      }
+    }
+  }
+
+  /** Every node (and every adopted actor's node) gets a full deadAfter window from `now`. */
+  private freshWindow(now: number): void {
+    for (const n of this.nodes.values()) n.lastSeen = now;
+    for (const n of this.suspects.values()) n.lastSeen = now;
+    for (const a of this.adopted.values()) a.seenAt = now;
   }
 
   private lastTick = Date.now();
@@ -265,7 +313,7 @@ export class Cluster {
     // our own event loop stalled (a long synchronous task): the silence may be ours, not theirs;
     // give every node a fresh window, as after a reconnect
     if (gap > Math.max(1000, this.deadAfter / 2)) {
-      for (const v of this.nodes.values()) v.lastSeen = now;
+      this.freshWindow(now);
       return;
     }
     for (const [id, v] of this.nodes) {
@@ -273,24 +321,105 @@ export class Cluster {
       if (LOCAL_NODES.has(id)) continue;
       if (now - v.lastSeen > this.deadAfter) this.nodeLost(id, v.hb, `no heartbeat for ${now - v.lastSeen} ms`);
     }
-  }
-
-  private nodeLost(nodeId: string, hb: Heartbeat, why: string): void {
-    if (!this.nodes.delete(nodeId)) return;
-    this.log(`node ${nodeId} lost (${why}); ${hb.actors.length} actor(s) were on it`);
-    for (const a of hb.actors) {
-      this.deadActors.set(a.actorId, `its node ${nodeId} was lost (${why})`);
-      this.failInflight(a, nodeId, why);
-      const o = this.owned.get(a.actorId);
-      const r = o?.replicas.find((x) => x.instanceId === a.instanceId);
-      if (o && r && !r.dead) void this.restartReplica(o, r, `node ${nodeId} was lost (${why})`);
+    if (this.suspects.size > 0) {
+      for (const [id, v] of this.suspects) if (now - v.lastSeen > this.deadAfter) this.nodeLost(id, v.hb, `no heartbeat for ${now - v.lastSeen} ms, and nothing listened to a spawn sent to it`);
+    }
+    // nodes known only because an actor reused here answered a ping from there: no heartbeat of
+    // theirs has reached this client yet; silent for deadAfter since that answer, they are lost
+    if (this.adopted.size > 0) {
+      for (const [id, a] of this.adopted) {
+        if (a.lost) continue;
+        if (this.owned.has(id)) {
+          this.adopted.delete(id);
+          continue;
+        }
+        const v = this.nodes.get(a.nodeId) ?? this.suspects.get(a.nodeId);
+        if (v) {
+          // heartbeats cover it (nodeLost handles its death)
+          if (v.lastSeen > a.seenAt) a.seenAt = v.lastSeen;
+          continue;
+        }
+        if (LOCAL_NODES.has(a.nodeId)) continue;
+        if (now - a.seenAt > this.deadAfter) this.unheardNodeLost(a.nodeId, `no heartbeat for ${now - a.seenAt} ms since it answered a ping`);
+      }
     }
   }
 
-  private failInflight(a: HostedActor, nodeId: string, why: string): void {
-    this.bus.failPending(`hr1.${this.name}.a.${a.actorId}.`, (subject) => {
+  private suspectNode(nodeId: string): void {
+    const v = this.nodes.get(nodeId);
+    if (!v) return;
+    this.nodes.delete(nodeId);
+    this.suspects.set(nodeId, v);
+    this.rememberLost(nodeId, 'nothing listened to a spawn sent to it');
+    this.log(`node ${nodeId} left out of placement: nothing listened to a spawn sent to it (its actors count as lost without a heartbeat within ${this.deadAfter} ms)`);
+  }
+
+  private rememberLost(nodeId: string, why: string): void {
+    this.lostNodes.delete(nodeId);
+    this.lostNodes.set(nodeId, why);
+    if (this.lostNodes.size > MAX_LOST_NODES) this.lostNodes.delete(this.lostNodes.keys().next().value as string);
+  }
+
+  private nodeLost(nodeId: string, hb: Heartbeat, why: string): void {
+    if (!this.nodes.delete(nodeId) && !this.suspects.delete(nodeId)) return;
+    this.suspects.delete(nodeId);
+    this.rememberLost(nodeId, why);
+    this.log(`node ${nodeId} lost (${why}); ${hb.actors.length} actor(s) were on it`);
+    const seen = new Set<string>();
+    for (const a of hb.actors) {
+      seen.add(a.instanceId);
+      this.actorLost(a.actorId, a.cls, a.owner, nodeId, why);
+      const o = this.owned.get(a.actorId);
+      const r = o?.replicas.find((x) => x.instanceId === a.instanceId);
+      if (o && r && !r.dead && !r.placing) void this.restartReplica(o, r, `node ${nodeId} was lost (${why})`);
+    }
+    // replicas placed there after its last heartbeat, which did not list them yet
+    for (const o of this.owned.values()) {
+      for (const r of o.replicas) {
+        if (r.nodeId !== nodeId || r.dead || r.placing || seen.has(r.instanceId)) continue;
+        this.actorLost(o.actorId, o.cls.def.name, this.clientId, nodeId, why);
+        void this.restartReplica(o, r, `node ${nodeId} was lost (${why})`);
+      }
+    }
+    this.adoptedLost(nodeId, why);
+  }
+
+  /** A node this client never heard a heartbeat from, but which hosts an actor reused here, went silent. */
+  private unheardNodeLost(nodeId: string, why: string): void {
+    if (this.adopted.size === 0) return;
+    const names = [...this.adopted].filter(([, a]) => a.nodeId === nodeId && !a.lost).map(([id]) => id);
+    if (names.length === 0) return;
+    this.rememberLost(nodeId, why);
+    this.log(`node ${nodeId} lost (${why}); actor(s) reused here were on it: ${names.join(', ')}`);
+    this.adoptedLost(nodeId, why);
+  }
+
+  private adoptedLost(nodeId: string, why: string): void {
+    if (this.adopted.size === 0) return;
+    for (const [id, a] of this.adopted) {
+      if (a.lost || a.nodeId !== nodeId) continue;
+      a.lost = true;
+      this.actorLost(id, a.cls, a.owner, nodeId, why);
+    }
+  }
+
+  /** An actor's node was lost: later calls meet ActorDiedError, calls in flight fail with it now. */
+  private actorLost(actorId: string, cls: string, owner: string | undefined, nodeId: string, why: string): void {
+    const ad = this.adopted.get(actorId);
+    if (ad && ad.nodeId === nodeId) ad.lost = true;
+    this.deadActors.set(actorId, `its node ${nodeId} was lost (${why})${this.owned.has(actorId) ? '' : this.unownedNote(owner)}`);
+    this.failInflight(actorId, cls, owner, nodeId, why);
+  }
+
+  private unownedNote(owner: string | undefined): string {
+    return `; this client does not own it (it reused it${owner && owner !== this.clientId ? `; its owner is client ${owner}` : ''}), so it does not restart it: its owner restarts it if its maxRestarts allow; spawn it again to get it back, or create it anew`;
+  }
+
+  private failInflight(actorId: string, cls: string, owner: string | undefined, nodeId: string, why: string): void {
+    const note = this.owned.has(actorId) ? '' : this.unownedNote(owner);
+    this.bus.failPending(`hr1.${this.name}.a.${actorId}.`, (subject) => {
       const method = subject.slice(subject.lastIndexOf('.') + 1);
-      return new ActorDiedError(`actor ${a.cls} (${a.actorId}) died while ${method} was in flight: node ${nodeId} was lost (${why})`, { actor: a.actorId, method, node: nodeId });
+      return new ActorDiedError(`actor ${cls} (${actorId}) died while ${method} was in flight: node ${nodeId} was lost (${why})${note}`, { actor: actorId, method, node: nodeId });
     });
   }
 
@@ -354,20 +483,39 @@ export class Cluster {
       .join('; ');
   }
 
-  private async place(o: Owned, r: Replica, restartCount: number, avoid: Set<string>, deadlineMs: number): Promise<string> {
+  /**
+   * The PlacementError of a search that ran out of time: with no live node at all, it says so and
+   * names the nodes that were lost and why; otherwise the last refusal, or what nobody offers.
+   */
+  private placementFailure(o: Owned, lastErr: Error | undefined, waitedMs: number): Error {
+    if (this.nodes.size === 0) {
+      const lost = [...this.lostNodes].sort(([a], [b]) => a.localeCompare(b));
+      const shown = lost.slice(0, 8).map(([id, why]) => `${id}: ${why}`).join('; ') + (lost.length > 8 ? `; and ${lost.length - 8} more` : '');
+      const what = lost.length > 0 ? `every node was lost (${shown})` : `no node has joined cluster "${this.name}"`;
+      const hint = this.bus.kind === 'nats' ? `start one with \`hr1 node --address ${this.bus.address} --cluster ${this.name}\`` : 'start a ClusterNode on this bus';
+      return new PlacementError(`no live node can host ${o.cls.def.name} (${o.actorId}) after waiting ${waitedMs} ms: ${what}; ${hint}`, { actor: o.actorId, ...(lastErr ? { cause: lastErr } : {}) });
+    }
+    return lastErr ?? new PlacementError(`no node can host ${o.cls.def.name} (${o.actorId}): needs resources ${JSON.stringify(o.opts.resources ?? {})}${o.opts.labels ? ` and labels ${JSON.stringify(o.opts.labels)}` : ''}; nodes: ${this.describeNodes()}`, { actor: o.actorId });
+  }
+
+  /** Find a node for replica `r` and start it there, until `deadlineMs`; `waitMs` is that budget as configured (for messages). */
+  private async place(o: Owned, r: Replica, restartCount: number, avoid: Set<string>, deadlineMs: number, waitMs: number): Promise<string> {
     const spread = new Set(o.replicas.filter((x) => x !== r && !x.dead).map((x) => x.nodeId));
     const tried = new Set(avoid);
     let lastErr: Error | undefined;
+    // after a lost connection, ask the same node again first (it may have started the actor)
+    let prefer: string | undefined;
     if (this.nodes.size === 0) await this.status(200);
     for (;;) {
+      if (this.closed) throw new Hr1Error('CLUSTER_CLOSED', `this cluster client was closed while placing ${o.cls.def.name} (${o.actorId})`, { actor: o.actorId });
       const cands = this.candidates(o.cls.def.name, o.opts, tried, spread);
-      const target = cands[0];
+      const target = (prefer !== undefined ? cands.find((c) => c.nodeId === prefer) : undefined) ?? cands[0];
+      prefer = undefined;
       if (!target) {
-        if (Date.now() > deadlineMs || tried.size > avoid.size) {
-          // one pass over every candidate failed, or nobody fits and time is up
-          if (Date.now() > deadlineMs || this.candidates(o.cls.def.name, o.opts, avoid, spread).length === 0) {
-            throw lastErr ?? new PlacementError(`no node can host ${o.cls.def.name} (${o.actorId}): needs resources ${JSON.stringify(o.opts.resources ?? {})}${o.opts.labels ? ` and labels ${JSON.stringify(o.opts.labels)}` : ''}; nodes: ${this.describeNodes()}`, { actor: o.actorId });
-          }
+        if (Date.now() > deadlineMs) throw this.placementFailure(o, lastErr, waitMs);
+        // every candidate refused once: ask them again (resources free up, tables go stale);
+        // with nobody left that fits (nodes lost meanwhile), wait for one to join until the deadline
+        if (tried.size > avoid.size && this.candidates(o.cls.def.name, o.opts, avoid, spread).length > 0) {
           tried.clear();
           for (const a of avoid) tried.add(a);
         }
@@ -397,7 +545,21 @@ export class Cluster {
         reply = unpack(bytes);
       } catch (e) {
         unplace();
-        lastErr = e instanceof BusTimeoutError ? new PlacementError(`node ${target.nodeId} did not answer the spawn of ${o.cls.def.name} in time`, { actor: o.actorId, node: target.nodeId }) : (e as Error);
+        if (e instanceof BusDisconnectedError) {
+          // our connection dropped: the node may still be there, and may have started the actor
+          lastErr = new PlacementError(`the connection to NATS was lost while node ${target.nodeId} was starting ${o.cls.def.name} (${o.actorId})`, { actor: o.actorId, node: target.nodeId, cause: e });
+          prefer = target.nodeId;
+          await sleep(100);
+          continue;
+        }
+        if (e instanceof BusNoRespondersError) {
+          // nothing listens on the node's spawn subject: it died (its heartbeat window is not over
+          // yet) or it is reconnecting. Out of the table now, so no placement picks it again; its
+          // next heartbeat brings it back, and without one its actors are lost as usual.
+          this.suspectNode(target.nodeId);
+        } else {
+          lastErr = e instanceof BusTimeoutError ? new PlacementError(`node ${target.nodeId} did not answer the spawn of ${o.cls.def.name} in time`, { actor: o.actorId, node: target.nodeId }) : (e as Error);
+        }
         tried.add(target.nodeId);
         continue;
       }
@@ -439,11 +601,18 @@ export class Cluster {
     try {
       const pong = validate(PongSchema, unpackOk(await this.rawCall(actorId, PING_METHOD, pack(null), 1000)), 'pong');
       if (pong.cls !== cls.def.name) throw new ConfigError(`${cls.def.name}.options.name`, `the name "${name}" is taken by an actor of class ${pong.cls}; choose another name`);
+      this.adopt(actorId, pong);
       return this.handle(cls, this.refOf(cls, actorId));
     } catch (e) {
       if (!(e instanceof UnknownActorError || e instanceof ActorDiedError)) throw e;
     }
     return this.create(cls, args, actorId);
+  }
+
+  /** Watch the node of an actor reused here (not created here): see {@link Adopted}. */
+  private adopt(actorId: string, pong: Pong): void {
+    if (this.owned.has(actorId)) return;
+    this.adopted.set(actorId, { cls: pong.cls, nodeId: pong.nodeId, owner: pong.owner, seenAt: Date.now(), lost: false });
   }
 
   private refOf(cls: ActorClass<any, any, any>, actorId: string): ActorRef {
@@ -454,13 +623,14 @@ export class Cluster {
 
   private async create<P extends Protocol, A extends z.ZodType, S>(cls: ActorClass<P, A, S>, args: unknown, actorId: string): Promise<Handle<P>> {
     const parsed = validate(cls.argsSchema, args, `arguments of ${cls.def.name}`, { actor: actorId });
-    const o: Owned = { actorId, cls, args: parsed, opts: cls.opts, replicas: [], killed: false, deathReason: undefined };
+    const o: Owned = { actorId, cls, args: parsed, opts: cls.opts, replicas: [], killed: false, deathReason: undefined, deathCause: undefined };
     const n = cls.opts.replicas ?? 1;
-    for (let i = 0; i < n; i++) o.replicas.push({ instanceId: `${actorId}~${i}`, nodeId: '', restarts: 0, dead: false });
+    for (let i = 0; i < n; i++) o.replicas.push({ instanceId: `${actorId}~${i}`, nodeId: '', restarts: 0, dead: false, placing: false });
     this.owned.set(actorId, o);
+    this.adopted.delete(actorId);
     try {
       const deadline = Date.now() + this.spawnTimeout;
-      for (const r of o.replicas) r.nodeId = await this.place(o, r, 0, new Set(), Math.min(deadline, Date.now() + this.placementWait));
+      for (const r of o.replicas) r.nodeId = await this.place(o, r, 0, new Set(), Math.min(deadline, Date.now() + this.placementWait), this.placementWait);
     } catch (e) {
       this.owned.delete(actorId);
       for (const r of o.replicas) if (r.nodeId) await this.killOn(o, r, 'spawn of a sibling replica failed').catch(() => {});
@@ -479,14 +649,19 @@ export class Cluster {
       return;
     }
     r.restarts++;
+    r.placing = true;
     try {
-      // a lost node is already out of the table; a killed actor may come back on the same node
-      r.nodeId = await this.place(o, r, r.restarts, new Set(), Date.now() + this.spawnTimeout);
+      // a lost node is already out of the table; a killed actor may come back on the same node.
+      // With no node left, this waits up to spawnTimeout for one to join.
+      r.nodeId = await this.place(o, r, r.restarts, new Set(), Date.now() + this.spawnTimeout, this.spawnTimeout);
       this.log(`actor ${o.cls.def.name} (${o.actorId}) restarted on ${r.nodeId} (restart ${r.restarts}${max === -1 ? '' : ` of ${max}`}) after ${why}`);
     } catch (e) {
       r.dead = true;
       o.deathReason = `restart after ${why} failed: ${(e as Error).message}`;
+      o.deathCause = e as Error;
       this.log(`actor ${o.cls.def.name} (${o.actorId}) is dead: ${o.deathReason}`);
+    } finally {
+      r.placing = false;
     }
   }
 
@@ -566,37 +741,52 @@ export class Cluster {
     const decodeOut = (bytes: Uint8Array): unknown => validate(spec.output, unpackOk(bytes), `output of ${ref.cls}.${method}`, where);
     // the common case in one promise step; retries after an actor death take the slow path
     return this.rawCall(ref.actorId, method, data, timeout, ref.cls).then(decodeOut, (e: unknown) => {
-      if (!(e instanceof ActorDiedError) || ref.maxTaskRetries === 0 || Date.now() >= deadline) throw e;
+      if (!isResendable(e) || ref.maxTaskRetries === 0 || Date.now() >= deadline) throw e;
       return this.retryCall(ref, method, data, deadline, ref.maxTaskRetries, e, decodeOut);
     });
   }
 
-  private async retryCall(ref: ActorRef, method: string, data: Uint8Array, deadline: number, retries: number, first: ActorDiedError, decodeOut: (b: Uint8Array) => unknown): Promise<unknown> {
+  /** Re-send a call whose actor died or whose connection dropped, once the actor answers pings again. */
+  private async retryCall(ref: ActorRef, method: string, data: Uint8Array, deadline: number, retries: number, first: ActorDiedError | CallLostError, decodeOut: (b: Uint8Array) => unknown): Promise<unknown> {
     let cause = first;
     for (;;) {
       if (retries === 0 || Date.now() >= deadline) throw cause;
       if (retries > 0) retries--;
-      await this.waitAlive(ref, deadline, cause);
+      await this.waitAlive(ref, method, deadline, cause);
       try {
         return decodeOut(await this.rawCall(ref.actorId, method, data, Math.max(1, deadline - Date.now()), ref.cls));
       } catch (e) {
-        if (!(e instanceof ActorDiedError)) throw e;
+        if (!isResendable(e)) throw e;
         cause = e;
       }
     }
   }
 
-  private async waitAlive(ref: ActorRef, deadline: number, cause: ActorDiedError): Promise<void> {
+  private async waitAlive(ref: ActorRef, method: string, deadline: number, cause: ActorDiedError | CallLostError): Promise<void> {
     for (;;) {
       const o = this.owned.get(ref.actorId);
-      if (o && (o.killed || o.replicas.every((r) => r.dead))) throw cause;
+      if (o && (o.killed || o.replicas.every((r) => r.dead))) {
+        // dead for good: say why (a failed restart names its PlacementError), not only how the call was lost
+        throw o.deathCause !== undefined && !o.killed ? new ActorDiedError(`actor ${ref.cls} (${ref.actorId}) is not running: ${o.deathReason}`, { actor: ref.actorId, method, node: o.replicas[0]?.nodeId, cause: o.deathCause }) : cause;
+      }
       try {
-        await this.bus.request(subjects.actor(this.name, ref.actorId, PING_METHOD), pack(null), 250);
+        const bytes = await this.bus.request(subjects.actor(this.name, ref.actorId, PING_METHOD), pack(null), 250);
+        if (!o) this.readopt(ref.actorId, bytes);
         return;
       } catch {
         if (Date.now() + 100 >= deadline) throw cause;
         await sleep(100);
       }
+    }
+  }
+
+  /** An actor reused here answered a ping again (its owner restarted it): watch its new node. */
+  private readopt(actorId: string, bytes: Uint8Array): void {
+    if (!this.adopted.has(actorId)) return;
+    try {
+      this.adopt(actorId, validate(PongSchema, unpackOk(bytes), 'pong'));
+    } catch {
+      // not a pong: leave the record as it is
     }
   }
 
@@ -629,10 +819,13 @@ export class Cluster {
       const dead = this.deadActors.get(actorId);
       if (o || dead) {
         const node = o?.replicas[0]?.nodeId;
-        return new ActorDiedError(`actor ${cls} (${actorId}) is not running: ${o?.deathReason ?? dead ?? 'it is restarting'}`, { ...where, node });
+        return new ActorDiedError(`actor ${cls} (${actorId}) is not running: ${o?.deathReason ?? dead ?? 'it is restarting'}`, { ...where, node, ...(o?.deathCause ? { cause: o.deathCause } : {}) });
       }
       const known = [...new Set(this.liveNodes().flatMap((h) => h.actors.map((a) => `${a.cls}:${a.actorId}`)))];
       return new UnknownActorError(`no actor ${actorId} in cluster ${this.name}; actors seen: ${known.slice(0, 20).join(', ') || 'none'}`, where);
+    }
+    if (e instanceof BusDisconnectedError) {
+      return new CallLostError(`the connection to NATS at ${e.address} was lost while ${cls}.${method} on ${actorId} was in flight, so its reply cannot arrive; it may or may not have run. The client reconnects by itself: the call may be sent again (it is retryable; give the actor maxTaskRetries to have the cluster re-send it)`, { ...where, cause: e });
     }
     if (e instanceof BusTimeoutError) return new CallTimeoutError(`${cls}.${method} on ${actorId} gave no reply within ${timeoutMs} ms; raise {timeout} or check the actor`, where);
     return e instanceof Error ? e : new Error(String(e));
@@ -646,6 +839,11 @@ export class Cluster {
     this.closed = true;
     clearInterval(this.timer);
   }
+}
+
+/** Errors after which `Cluster.call` re-sends a call when the actor's maxTaskRetries allow. */
+function isResendable(e: unknown): e is ActorDiedError | CallLostError {
+  return e instanceof ActorDiedError || e instanceof CallLostError;
 }
 
 /** The value of an `[0, value]` reply. */

@@ -7,6 +7,9 @@
  * {@link Hr1Error.wireAs} `'task'` arrive as {@link ActorTaskError} with their code in `taskCode`.
  */
 
+import { homedir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
 /**
  * The codes of the cluster's own errors: the classes below, the ad-hoc ones raised as a plain
  * {@link Hr1Error} (`CLUSTER_CLOSED`, `NATS_SERVER_*`, object store), and the bus signals.
@@ -16,6 +19,8 @@ export type ClusterErrorCode =
   | 'ACTOR_INIT'
   | 'ACTOR_TASK'
   | 'CALL_TIMEOUT'
+  /** the connection to NATS dropped while the call was in flight ({@link CallLostError}) */
+  | 'CALL_LOST'
   | 'BACKPRESSURE'
   | 'UNKNOWN_ACTOR'
   | 'UNKNOWN_METHOD'
@@ -38,13 +43,23 @@ export type ClusterErrorCode =
   /** bus signals (cluster/bus.ts), mapped to the classes above before they reach a caller */
   | 'NO_RESPONDERS'
   | 'TIMEOUT'
-  | 'BUS_CLOSED';
+  | 'BUS_CLOSED'
+  | 'DISCONNECTED';
 
 /** Codes of {@link CodecError}. */
 export type CodecErrorCode = 'MALFORMED_MESSAGE' | 'SCHEMA_INVALID';
 
 /** Codes of {@link ConnectionError}. */
-export type ConnectionErrorCode = 'CONNECTION_REFUSED' | 'AUTH_REFUSED' | 'CONNECTION_CLOSED';
+export type ConnectionErrorCode =
+  | 'CONNECTION_REFUSED'
+  | 'AUTH_REFUSED'
+  | 'CONNECTION_CLOSED'
+  /** a TLS option that cannot be used: a missing or unreadable file, a cert without its key, `tls://` without a CA */
+  | 'TLS_CONFIG'
+  /** the TLS handshake failed, or the server offers no TLS where TLS was asked for */
+  | 'TLS_REFUSED'
+  /** credentials inside the NATS URL (`nats://user:pass@host`): refused, they belong in --user/--pass */
+  | 'CREDENTIALS_IN_URL';
 
 /** The tagged form of an error on the wire. */
 export interface WireError {
@@ -118,7 +133,7 @@ export class Hr1Error<C extends string = string> extends Error {
       actor: this.actor,
       method: this.method,
       node: this.node,
-      remoteStack: this.remoteStack ?? this.stack,
+      remoteStack: relativeStack(this.remoteStack ?? this.stack),
       retryable: this.retryable,
       data: this.data,
     };
@@ -155,6 +170,17 @@ export class ActorTaskError extends Hr1Error<'ACTOR_TASK'> {
 export class CallTimeoutError extends Hr1Error<'CALL_TIMEOUT'> {
   constructor(message: string, fields: Hr1ErrorFields = {}) {
     super('CALL_TIMEOUT', message, { retryable: true, ...fields });
+  }
+}
+
+/**
+ * The connection to NATS dropped while the call was in flight: its reply, if any, is lost. The
+ * call may or may not have run on the actor; the client reconnects by itself, so the call may
+ * be sent again (`Cluster.call` re-sends it when the actor's `maxTaskRetries` allow).
+ */
+export class CallLostError extends Hr1Error<'CALL_LOST'> {
+  constructor(message: string, fields: Hr1ErrorFields = {}) {
+    super('CALL_LOST', message, { retryable: true, ...fields });
   }
 }
 
@@ -237,6 +263,7 @@ const byCode: Partial<Record<ClusterErrorCode, new (message: string, fields: Hr1
   ACTOR_INIT: ActorInitError,
   ACTOR_TASK: ActorTaskError,
   CALL_TIMEOUT: CallTimeoutError,
+  CALL_LOST: CallLostError,
   BACKPRESSURE: BackpressureError,
   UNKNOWN_ACTOR: UnknownActorError,
   UNKNOWN_METHOD: UnknownMethodError,
@@ -284,10 +311,33 @@ function plainWire(e: Error, fallbackCode: string, fields: Hr1ErrorFields): Wire
     actor: fields.actor,
     method: fields.method,
     node: fields.node,
-    remoteStack: e.stack,
+    remoteStack: relativeStack(e.stack),
     retryable: fields.retryable ?? false,
     data: fields.data,
   };
+}
+
+// the project root (this file is <root>/cluster/errors.ts), with and without the file:// form
+const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
+const HOME = (() => {
+  try {
+    const h = homedir().replace(/\/+$/, '');
+    return h.length > 1 ? `${h}/` : undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
+/**
+ * A stack as it may leave this machine: paths under the project root become relative to it
+ * (`cluster/node.ts:123:9`), paths under the home directory start with `~/`. What crosses the
+ * wire (a {@link WireError}'s `remoteStack`) names no absolute local path.
+ */
+export function relativeStack(stack: string | undefined): string | undefined {
+  if (!stack) return stack;
+  let out = stack.split(`file://${PROJECT_ROOT}`).join('').split(PROJECT_ROOT).join('');
+  if (HOME !== undefined && HOME !== PROJECT_ROOT) out = out.split(`file://${HOME}`).join('~/').split(HOME).join('~/');
+  return out;
 }
 
 /** Guard that works across realms (worker threads), where `instanceof` does not. */

@@ -7,6 +7,7 @@ import { Cluster, ClusterOptionsShape, markResolved, optionsError, pickAlias, re
 import { zPositiveDuration } from './duration.ts';
 import { ClusterNode, DEFAULT_HEARTBEAT_MS } from './node.ts';
 import { NatsServer, findNatsServer } from './nats-server.ts';
+import { onShutdown } from './signals.ts';
 
 /** The local node's heartbeat interval, in ms (re-exported from node.ts). @default 500 */
 export { DEFAULT_HEARTBEAT_MS };
@@ -18,7 +19,7 @@ const optionalString = z.string().optional();
 /** init()'s options as a schema: the cluster client's ({@link ClusterOptionsShape}), NATS auth and the local node's. */
 export const InitOptionsSchema = z.strictObject({
   ...ClusterOptionsShape,
-  /** `nats://host:port` of an existing cluster. Without it, a private nats-server is started. */
+  /** `nats://host:port` (or `tls://host:port`) of an existing cluster. Without it, a private nats-server is started. */
   address: optionalString,
   /** Force the in-process transport (no NATS at all). @default false */
   inProcess: z.boolean().optional(),
@@ -37,6 +38,12 @@ export const InitOptionsSchema = z.strictObject({
   token: optionalString,
   /** Path to a `.creds` file (JWT + nkey seed). */
   creds: optionalString,
+  /** TLS to an existing cluster (cluster/tls.ts): the CA that signed the server's certificate (PEM file). */
+  tlsCa: optionalString,
+  /** This client's certificate (PEM), for servers that verify clients; with `tlsKey`. */
+  tlsCert: optionalString,
+  /** The private key of `tlsCert` (PEM). */
+  tlsKey: optionalString,
 });
 export type InitOptions = z.input<typeof InitOptionsSchema>;
 
@@ -61,7 +68,7 @@ const ResolveInitSchema = InitOptionsSchema.transform((o, ctx): ResolvedInitOpti
   resources: o.resources ?? { cpu: cpus().length, gpu: 0 },
   labels: o.labels ?? {},
   heartbeatMs: pickAlias(o, 'heartbeat', 'heartbeatMs', DEFAULT_HEARTBEAT_MS, ctx),
-  auth: stripUndefined({ user: o.user, pass: o.pass, token: o.token, creds: o.creds }),
+  auth: stripUndefined({ user: o.user, pass: o.pass, token: o.token, creds: o.creds, tlsCa: o.tlsCa, tlsCert: o.tlsCert, tlsKey: o.tlsKey }),
 }));
 
 /**
@@ -86,6 +93,11 @@ export interface Runtime {
   address: string;
   /** A line saying how the cluster was set up, for the user. */
   note: string;
+  /**
+   * Kill the actors this client owns, stop the local node, close the connection, stop the
+   * embedded server. Idempotent: every call waits for the same shutdown. A signal to the CLI
+   * runs it too (cluster/signals.ts).
+   */
   shutdown(): Promise<void>;
 }
 
@@ -111,7 +123,12 @@ export async function init(options: InitOptions = {}): Promise<Runtime> {
     note = 'in-process transport (asked for)';
   } else if (findNatsServer()) {
     server = await NatsServer.start({ jetstream: true });
-    bus = await NatsBus.connect({ address: server.url });
+    try {
+      bus = await NatsBus.connect({ address: server.url });
+    } catch (e) {
+      await server.dispose();
+      throw e;
+    }
     mode = 'nats-embedded';
     note = `embedded cluster: private nats-server at ${server.url} (stopped on exit)`;
   } else {
@@ -123,9 +140,31 @@ export async function init(options: InitOptions = {}): Promise<Runtime> {
   let node: ClusterNode | undefined;
   if (opts.localNode) {
     node = new ClusterNode(bus, { cluster: cluster.name, resources: opts.resources, labels: opts.labels, services: cluster, heartbeatMs: opts.heartbeatMs });
-    await cluster.waitForNodes(1, DEFAULT_LOCAL_NODE_WAIT_MS);
+    try {
+      await cluster.waitForNodes(1, DEFAULT_LOCAL_NODE_WAIT_MS);
+    } catch (e) {
+      // nothing of a half-started runtime stays behind
+      await cluster.close().catch(() => {});
+      await node.stop().catch(() => {});
+      await bus.close().catch(() => {});
+      await server?.dispose();
+      throw e;
+    }
   }
-  let down = false;
+  let down: Promise<void> | undefined;
+  // a signal to the CLI shuts the runtime down (its actors killed, on remote nodes too) before the server
+  const unregister = onShutdown(`cluster runtime (${mode})`, () => shutdown());
+  const shutdown = (): Promise<void> =>
+    (down ??= (async () => {
+      unregister();
+      try {
+        await cluster.close({ killOwned: true });
+        await node?.stop();
+        await bus.close();
+      } finally {
+        await server?.dispose();
+      }
+    })());
   return {
     cluster,
     node,
@@ -133,14 +172,7 @@ export async function init(options: InitOptions = {}): Promise<Runtime> {
     mode,
     address: server?.url ?? (opts.address || 'inproc'),
     note,
-    async shutdown() {
-      if (down) return;
-      down = true;
-      await cluster.close({ killOwned: true });
-      await node?.stop();
-      await bus.close();
-      await server?.dispose();
-    },
+    shutdown,
   };
 }
 

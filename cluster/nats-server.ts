@@ -1,9 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Hr1Error, type ClusterErrorCode } from './errors.ts';
+import { onShutdown } from './signals.ts';
 
 /** Where nats-server is looked for: `$HR1_NATS_SERVER`, then PATH, then Debian's /usr/sbin. */
 export function findNatsServer(): string | undefined {
@@ -50,13 +51,46 @@ export interface NatsServerOptions {
   token?: string;
   /** Extra command-line arguments. */
   args?: string[];
+  /**
+   * nats-server configuration text (e.g. `tls { … }`, `authorization { users = […] }`), written to
+   * `nats.conf` in the server's temp folder and passed with `-c`. The command-line settings above
+   * (address, port, JetStream, user/token) win over the same settings in it.
+   */
+  config?: string;
 }
+
+/**
+ * The watchdog next to every nats-server child: it waits on a pipe from this process, which the
+ * kernel closes when this process ends in any way (SIGKILL included); then it stops the server
+ * (SIGTERM, SIGKILL after 3 s) and removes its temp folder. A normal stop kills the watchdog
+ * first. It ignores SIGINT and SIGHUP, which a terminal sends to the whole process group. It
+ * waits with the shell's own `read` (no child process), so killing it leaves nothing behind.
+ * $1: the server's pid, $2: its temp folder.
+ */
+const WATCHDOG = `trap '' INT HUP
+read -r _
+kill -TERM "$1" 2>/dev/null
+i=0
+while kill -0 "$1" 2>/dev/null && [ "$i" -lt 30 ]; do sleep 0.1; i=$((i+1)); done
+kill -KILL "$1" 2>/dev/null
+rm -rf "$2"`;
 
 /** A private nats-server on loopback: started by the embedded default and by the integration tests. */
 export class NatsServer {
   private child: ChildProcess | undefined;
+  private watchdog: ChildProcess | undefined;
   private readonly storeDir: string;
-  private onExit = () => this.child?.kill('SIGKILL');
+  private unregister: (() => void) | undefined;
+  // process exit (process.exit, a fatal error): kill the server and remove its folder, synchronously
+  private onExit = () => {
+    this.watchdog?.kill('SIGKILL');
+    this.child?.kill('SIGKILL');
+    try {
+      rmSync(this.storeDir, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // the watchdog removes it once the server is gone
+    }
+  };
   stderr = '';
 
   private constructor(readonly bin: string, readonly port: number, readonly opts: NatsServerOptions) {
@@ -67,12 +101,29 @@ export class NatsServer {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /** The same server as a `tls://` address (for a server configured with `tls { … }`). */
+  get tlsUrl(): string {
+    return `tls://127.0.0.1:${this.port}`;
+  }
+
+  /** The server's temp folder (JetStream store, config file). */
+  get dir(): string {
+    return this.storeDir;
+  }
+
   /** Start nats-server and wait until it accepts connections. */
   static async start(opts: NatsServerOptions = {}): Promise<NatsServer> {
     const bin = findNatsServer();
     if (!bin) throw new Hr1Error<ClusterErrorCode>('NATS_SERVER_MISSING', 'nats-server not found; install it (`apt-get install -y nats-server`) or set HR1_NATS_SERVER to its path');
     const s = new NatsServer(bin, opts.port ?? (await freePort()), opts);
-    await s.launch();
+    // a signal to the CLI (cluster/signals.ts) stops it and removes its folder
+    s.unregister = onShutdown(`nats-server on port ${s.port}`, () => s.dispose());
+    try {
+      await s.launch();
+    } catch (e) {
+      await s.dispose();
+      throw e;
+    }
     return s;
   }
 
@@ -81,9 +132,15 @@ export class NatsServer {
     if (this.opts.jetstream ?? true) args.push('-js', '-sd', this.storeDir);
     if (this.opts.user !== undefined) args.push('--user', this.opts.user, '--pass', this.opts.pass ?? '');
     if (this.opts.token !== undefined) args.push('--auth', this.opts.token);
+    if (this.opts.config !== undefined) {
+      const file = join(this.storeDir, 'nats.conf');
+      writeFileSync(file, this.opts.config);
+      args.push('-c', file);
+    }
     args.push(...(this.opts.args ?? []));
     const child = spawn(this.bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.child = child;
+    this.watch(child);
     this.stderr = '';
     child.stderr?.on('data', (d: Buffer) => {
       if (this.stderr.length < 20_000) this.stderr += d.toString();
@@ -99,10 +156,24 @@ export class NatsServer {
     throw new Hr1Error<ClusterErrorCode>('NATS_SERVER_START', `nats-server did not start on port ${this.port}: ${this.stderr.trim().split('\n').slice(-3).join(' | ') || 'no output'}`, { data: { port: this.port } });
   }
 
+  /** Start the watchdog that stops `child` if this process dies without stopping it. */
+  private watch(child: ChildProcess): void {
+    if (child.pid === undefined || process.platform === 'win32') return;
+    const w = spawn('sh', ['-c', WATCHDOG, 'hr1-nats-watchdog', String(child.pid), this.storeDir], { stdio: ['pipe', 'ignore', 'ignore'] });
+    w.on('error', () => {});
+    w.stdin?.on('error', () => {});
+    // neither the watchdog nor its pipe keeps this process alive
+    w.unref();
+    (w.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    this.watchdog = w;
+  }
+
   /** Stop the server (SIGTERM, then SIGKILL). */
   async stop(): Promise<void> {
     const c = this.child;
     this.child = undefined;
+    this.watchdog?.kill('SIGKILL');
+    this.watchdog = undefined;
     process.removeListener('exit', this.onExit);
     if (!c || c.exitCode !== null) return;
     await new Promise<void>((resolve) => {
@@ -124,6 +195,8 @@ export class NatsServer {
 
   /** Stop and delete the JetStream store. */
   async dispose(): Promise<void> {
+    this.unregister?.();
+    this.unregister = undefined;
     await this.stop();
     rmSync(this.storeDir, { recursive: true, force: true });
   }

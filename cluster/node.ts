@@ -51,6 +51,8 @@ export class ClusterNode {
   readonly total: Record<string, number>;
   private available: Record<string, number>;
   private instances = new Map<string, Instance>();
+  // constructors running, by instance id: a spawn sent again waits for the first one's answer
+  private starting = new Map<string, Promise<Uint8Array>>();
   private subs: BusSubscription[] = [];
   private timer: NodeJS.Timeout | undefined;
   private seq = 0;
@@ -142,6 +144,10 @@ export class ClusterNode {
     }
     const fields = { actor: req.actorId, node: this.nodeId };
     if (this.stopping) return this.replyError(msg, new PlacementError(`node ${this.nodeId} is stopping`, fields).toWire());
+    // a spawn sent again (the client's connection dropped before our answer) gets the first one's answer
+    if (this.instances.has(req.instanceId)) return this.reply(msg, { nodeId: this.nodeId });
+    const already = this.starting.get(req.instanceId);
+    if (already) return msg.respond(await already);
     const cls = lookupActorClass(req.cls);
     if (!cls) {
       return this.replyError(msg, new PlacementError(`node ${this.nodeId} cannot host actor class ${req.cls}: not loaded here (it knows ${registeredActorClasses().join(', ') || 'no classes'}); start the node with --module FILE that defines it`, { ...fields, retryable: true }).toWire());
@@ -151,7 +157,20 @@ export class ClusterNode {
     }
     const short = this.fits(req.resources);
     if (short) return this.replyError(msg, new PlacementError(`not enough resources (${short})`, fields).toWire());
-    if (this.instances.has(req.instanceId)) return this.reply(msg, { nodeId: this.nodeId });
+    const start = this.startInstance(req, cls, fields);
+    this.starting.set(req.instanceId, start);
+    let answer: Uint8Array;
+    try {
+      answer = await start;
+    } finally {
+      this.starting.delete(req.instanceId);
+    }
+    msg.respond(answer);
+    if (this.instances.has(req.instanceId)) this.beat();
+  }
+
+  /** Reserve, run the constructor and subscribe; the spawn's reply bytes. */
+  private async startInstance(req: SpawnRequest, cls: ActorClass<Protocol, any, unknown>, fields: { actor: string; node: string }): Promise<Uint8Array> {
     for (const [k, v] of Object.entries(req.resources)) this.available[k] = (this.available[k] ?? 0) - v;
     const ctx: ActorContext = {
       actorId: req.actorId,
@@ -168,14 +187,13 @@ export class ClusterNode {
     } catch (e) {
       this.release(req.resources);
       const w = e instanceof Hr1Error && e.code === 'SCHEMA_INVALID' ? e.toWire() : new ActorInitError(`constructor of ${req.cls} (${req.actorId}) threw on node ${this.nodeId}: ${(e as Error)?.message ?? String(e)}`, { ...fields, remoteStack: (e as Error)?.stack, cause: e }).toWire();
-      return this.replyError(msg, w);
+      return pack([1, w]);
     }
     const inst: Instance = { req, cls, state, ctx, sub: undefined as unknown as BusSubscription, queue: [], running: 0, stopped: false };
     inst.sub = this.bus.subscribe(subjects.actorAll(this.cluster, req.actorId), (m) => this.onCall(inst, m), { queue: `q.${req.actorId}` });
     this.instances.set(req.instanceId, inst);
     await this.bus.flush().catch(() => {});
-    this.reply(msg, { nodeId: this.nodeId });
-    this.beat();
+    return pack([0, { nodeId: this.nodeId }]);
   }
 
   private release(res: Record<string, number>): void {
@@ -186,7 +204,7 @@ export class ClusterNode {
     const method = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
     const fields = { actor: inst.req.actorId, method, node: this.nodeId };
     if (inst.stopped) return this.replyError(msg, new ActorDiedError(`actor ${inst.req.cls} (${inst.req.actorId}) was stopped on node ${this.nodeId} before ${method} ran`, fields).toWire());
-    if (method === PING_METHOD) return this.reply(msg, { instanceId: inst.req.instanceId, cls: inst.req.cls, nodeId: this.nodeId, restartCount: inst.req.restartCount });
+    if (method === PING_METHOD) return this.reply(msg, { instanceId: inst.req.instanceId, cls: inst.req.cls, nodeId: this.nodeId, restartCount: inst.req.restartCount, owner: inst.req.owner });
     if (!Object.prototype.hasOwnProperty.call(inst.cls.def.protocol, method)) {
       return this.replyError(msg, new UnknownMethodError(`actor ${inst.req.cls} has no method "${method}"; its methods are ${Object.keys(inst.cls.def.protocol).join(', ')}`, fields).toWire());
     }

@@ -59,6 +59,19 @@ export class PendingRequests {
     return n;
   }
 
+  /**
+   * Reject every pending request with `err(subject)` (the connection dropped: their replies may
+   * never come). Requests opened afterwards are not affected. Returns how many failed.
+   */
+  failAll(err: (subject: string) => Error): number {
+    const n = this.pending.size;
+    if (n === 0) return 0;
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of all) p.reject(err(p.subject));
+    return n;
+  }
+
   /** Reject everything (the bus is closing). */
   close(reason: string): void {
     if (this.sweeper) clearInterval(this.sweeper);

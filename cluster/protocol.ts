@@ -59,7 +59,8 @@ export type SpawnRequest = z.infer<typeof SpawnRequestSchema>;
 export const KillRequestSchema = z.object({ actorId: z.string(), instanceId: z.string().optional(), reason: z.string() });
 export type KillRequest = z.infer<typeof KillRequestSchema>;
 
-export const PongSchema = z.object({ instanceId: z.string(), cls: z.string(), nodeId: z.string(), restartCount: z.number().int() });
+/** An actor's answer to a ping: which instance, on which node (and, from newer nodes, its owner client). */
+export const PongSchema = z.object({ instanceId: z.string(), cls: z.string(), nodeId: z.string(), restartCount: z.number().int(), owner: z.string().optional() });
 export type Pong = z.infer<typeof PongSchema>;
 
 /** Reply envelope: `[0, value]` on success, `[1, WireError]` on failure. */

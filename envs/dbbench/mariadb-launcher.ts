@@ -11,6 +11,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { onShutdown } from '../../cluster/signals.ts';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -111,7 +112,9 @@ export async function startMariadb(opts: StartMariadbOptions = {}): Promise<Mari
     child.once('exit', () => {
       exited = true;
     });
+    let unregister = (): void => {};
     const stop = async (): Promise<void> => {
+      unregister();
       if (!exited) {
         child.kill('SIGTERM');
         for (let i = 0; i < 100 && !exited; i++) await sleep(100);
@@ -122,6 +125,8 @@ export async function startMariadb(opts: StartMariadbOptions = {}): Promise<Mari
     const deadline = Number(process.hrtime.bigint() / 1_000_000n) + timeout;
     while (!exited && Number(process.hrtime.bigint() / 1_000_000n) < deadline) {
       if (await ping(port)) {
+        // a signal to the command stops the server and removes its folder too
+        unregister = onShutdown(`mariadb (${dir})`, stop);
         return { url: `mysql://root@127.0.0.1:${port}`, port, dir, pid: child.pid ?? -1, stop };
       }
       await sleep(150);

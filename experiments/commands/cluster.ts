@@ -1,5 +1,6 @@
 import { registeredActorClasses } from '../../cluster/actor.ts';
-import { NatsBus, authFromEnv } from '../../cluster/bus-nats.ts';
+import { NatsBus, authFromEnv, type NatsAuth } from '../../cluster/bus-nats.ts';
+import { onShutdown } from '../../cluster/signals.ts';
 import { Cluster } from '../../cluster/client.ts';
 import { ClusterNode } from '../../cluster/node.ts';
 import { cpus } from 'node:os';
@@ -16,13 +17,20 @@ export interface NodeCliOptions extends ClusterCliOptions {
   heartbeat?: number;
 }
 
-function mergeAuth(o: ClusterCliOptions) {
-  const a = authOf(o);
+/** The flags' credentials and TLS files over the HR1_NATS_* variables. */
+function mergeAuth(o: ClusterCliOptions): NatsAuth {
+  const a: NatsAuth = authOf(o);
   const env = authFromEnv();
-  return { user: a.user ?? env.user, pass: a.pass ?? env.pass, token: a.token ?? env.token, creds: a.creds ?? env.creds };
+  const out: NatsAuth = {};
+  for (const k of ['user', 'pass', 'token', 'creds', 'tlsCa', 'tlsCert', 'tlsKey'] as const) out[k] = a[k] ?? env[k];
+  return out;
 }
 
-/** `hr1 node`: join a cluster and host actors until SIGINT/SIGTERM. */
+/**
+ * `hr1 node`: join a cluster and host actors until SIGINT, SIGTERM or SIGHUP: then the node
+ * announces its stop, destroys its actors (their owners see them die at once) and leaves; the
+ * CLI's signal handler (cluster/signals.ts) runs that and exits with 128 + the signal's number.
+ */
 export async function runNode(o: NodeCliOptions): Promise<void> {
   await import('../../actors/index.ts');
   await loadModules(o.module);
@@ -39,15 +47,16 @@ export async function runNode(o: NodeCliOptions): Promise<void> {
   bus.onStatus((s) => console.log(`[node] NATS ${s}`));
   console.log(`[node] ${node.nodeId} joined cluster "${o.cluster}" at ${o.address}; resources ${Object.entries(node.total).map(([k, v]) => `${k}=${v}`).join(',')}${Object.keys(node.labels).length ? `; labels ${Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(',')}` : ''}; classes ${registeredActorClasses().join(', ') || 'none'}`);
   await new Promise<void>((resolveStop) => {
-    const stop = async (sig: string) => {
-      console.log(`[node] ${sig}: stopping ${node.hosted().length} actor(s)`);
-      await node.stop();
-      await cluster.close();
-      await bus.close();
-      resolveStop();
-    };
-    process.once('SIGINT', () => void stop('SIGINT'));
-    process.once('SIGTERM', () => void stop('SIGTERM'));
+    onShutdown('hr1 node', async () => {
+      console.log(`[node] stopping ${node.hosted().length} actor(s)`);
+      try {
+        await node.stop();
+        await cluster.close();
+        await bus.close();
+      } finally {
+        resolveStop();
+      }
+    });
   });
 }
 

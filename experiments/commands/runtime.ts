@@ -1,6 +1,6 @@
 /**
  * The cluster a command runs on: the connection options every cluster command takes
- * (`--address`, `--cluster`, credentials, `--in-process`) and one way to start it from them.
+ * (`--address`, `--cluster`, credentials, TLS files, `--in-process`) and one way to start it from them.
  */
 import { init, type Runtime } from '../../cluster/init.ts';
 
@@ -12,11 +12,18 @@ export interface ClusterCliOptions {
   pass?: string | undefined;
   token?: string | undefined;
   creds?: string | undefined;
+  /** `--tls-ca`: the CA that signed the server's certificate (PEM). */
+  tlsCa?: string | undefined;
+  /** `--tls-cert`: this client's certificate (PEM), with `tlsKey`. */
+  tlsCert?: string | undefined;
+  /** `--tls-key`: the private key of `tlsCert` (PEM). */
+  tlsKey?: string | undefined;
   inProcess?: boolean | undefined;
 }
 
-export function authOf(o: Pick<ClusterCliOptions, 'user' | 'pass' | 'token' | 'creds'>) {
-  return { user: o.user, pass: o.pass, token: o.token, creds: o.creds };
+/** The credentials and TLS files of the options (undefined = not given: the HR1_NATS_* variables decide). */
+export function authOf(o: Pick<ClusterCliOptions, 'user' | 'pass' | 'token' | 'creds' | 'tlsCa' | 'tlsCert' | 'tlsKey'>) {
+  return { user: o.user, pass: o.pass, token: o.token, creds: o.creds, tlsCa: o.tlsCa, tlsCert: o.tlsCert, tlsKey: o.tlsKey };
 }
 
 /**
