@@ -72,7 +72,7 @@ export class EpisodeCache {
 
   /** store a result; an episode that ended in an infra error is not a result and is never stored */
   put(key: string, k: EpisodeKey, rec: EpisodeRecord): void {
-    if (isInfraStatus(rec.outcome.status)) return;
+    if (isInfraStatus((rec as Partial<EpisodeRecord>).outcome?.status ?? '')) return;
     // created is bookkeeping only; no result depends on it
     this.putStmt.run(key, k.env, k.taskId, k.seed, k.target, k.patch, Buffer.from(pack(rec)), Date.now());
   }

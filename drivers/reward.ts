@@ -22,6 +22,8 @@ export interface RewardSpec {
   /** where base and patched episodes are kept; null = none (the base then runs on every call) */
   cache: EpisodeCache | null;
   envOptions?: EnvOptions;
+  /** the target backend's settings (RolloutSpec.targetOptions): base and patched run with them */
+  targetOptions?: Record<string, unknown>;
   /** the base rollout, when the caller already has it (must be the same episodes, in order) */
   base?: readonly EpisodeRecord[];
 }
@@ -67,7 +69,7 @@ function checkRecords(side: 'base' | 'patched', records: readonly EpisodeRecord[
 
 async function run(side: 'base' | 'patched', cluster: Cluster, spec: RewardSpec, patch: unknown, opts: RewardOptions): Promise<RolloutResult> {
   try {
-    return await rollout(cluster, { env: spec.env, target: spec.target, patch, episodes: [...spec.episodes], ...(spec.envOptions ? { envOptions: spec.envOptions } : {}) }, { ...opts.rollout, cache: spec.cache });
+    return await rollout(cluster, { env: spec.env, target: spec.target, patch, episodes: [...spec.episodes], ...(spec.envOptions ? { envOptions: spec.envOptions } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) }, { ...opts.rollout, cache: spec.cache });
   } catch (e) {
     throw new MissingEvaluationError(side, `${side} rollout failed: ${(e as Error).message}; the reward is missing, not 0`, [], e);
   }

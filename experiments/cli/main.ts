@@ -6,7 +6,9 @@ import { Command, CommanderError, Option } from 'commander';
 import { exitWithError, installFatalHandlers } from './errors.ts';
 import { ENV_NAMES, envDescriptor, envNames, isEnvName } from '../../envs/registry.ts';
 import { preloadModules } from '../commands/modules.ts';
-import { addClusterOptions, parseAddress, parseDurationOpt, parseLabels, parsePositiveInt, parseResources } from './options.ts';
+import { tlsFlagsToEnv } from './options.ts';
+import { installSignalHandlers, shutdownAndExit, shutdownInProgress } from '../../cluster/signals.ts';
+import { addClusterOptions, addTargetOptions, parseAddress, parseDurationOpt, parseIntListOpt, parseIntOpt, parseLabels, parseNumberOpt, parsePositiveInt, parseResources } from './options.ts';
 
 const program = new Command();
 program
@@ -30,7 +32,7 @@ addClusterOptions(
 addClusterOptions(
   program
     .command('node')
-    .description('join a cluster and host actors until stopped (SIGINT/SIGTERM)')
+    .description('join a cluster and host actors until stopped (SIGINT, SIGTERM or SIGHUP: its actors are stopped first)')
     .requiredOption('--address <url>', 'NATS address of the cluster (nats://host:port)', parseAddress)
     .option('--resources <list>', 'resources this node offers, e.g. cpu=2,gpu=0 (default: cpu=<cores>,gpu=0)', parseResources)
     .option('--labels <list>', 'labels for placement, e.g. zone=a,tier=gpu (repeatable)', parseLabels)
@@ -114,7 +116,7 @@ bench
   .command('envs')
   .description('env reset/step rates, direct and through the worker pool')
   .argument('<env>', `one of ${ENVS.join(', ')}`, toolEnvArg)
-  .option('--seconds <s>', 'seconds per measurement', (v) => Number(v), 3)
+  .option('--seconds <s>', 'seconds per measurement', parseNumberOpt('--seconds', { min: 0.001, max: 600 }), 3)
   .option('--threads <n>', 'pool threads', parsePositiveInt('--threads'), 2)
   .option('--db <url>', 'DBBench: also bench this backend (sqlite or mysql://…)')
   .action(async (env: string, o) => {
@@ -122,7 +124,7 @@ bench
     await benchEnv(env, o);
   });
 
-addClusterOptions(
+const evalCmd = addClusterOptions(
   program
     .command('eval')
     .description('roll a target (+ a patch) out on tasks × seeds: success, score, steps, hook counters')
@@ -138,13 +140,14 @@ addClusterOptions(
     .addOption(new Option('--protocol <p>', 'ALFWorld protocol').choices(['react', 'agentbench']))
     .option('--db <url>', 'DBBench backend: sqlite (default) or mysql://…')
     .option('--replicas <n>', 'target actor replicas', parsePositiveInt('--replicas'), 1)
-    .option('--env-threads <n>', 'worker threads per target actor for ALFWorld steps (0 = inline)', (v) => Number(v), 0)
+    .option('--env-threads <n>', 'worker threads per target actor for ALFWorld steps (0 = inline)', parseIntOpt('--env-threads', { min: 0, max: 64 }), 0)
     .option('--no-cache', 'bypass the episode cache')
     .option('--cache-path <file>', 'episode cache file', '.hr1/cache/episodes.sqlite')
     .option('--in-process', 'use the in-process transport')
     .option('--no-progress', 'no progress bar')
     .option('--json', 'print JSON'),
-).action(async (o) => {
+);
+addTargetOptions(evalCmd).action(async (o) => {
   const { runEval } = await import('../commands/eval.ts');
   await runEval(o);
 });
@@ -153,7 +156,7 @@ program
   .command('serve')
   .description('serve a local target behind an OpenAI-compatible /v1/chat/completions (sim/<profile> needs --env; echo for tests)')
   .argument('<target>', 'sim/<profile> (SIMULATED) or echo')
-  .option('--port <n>', 'port (0 = any free port)', (v) => Number(v), 8000)
+  .option('--port <n>', 'port (0 = any free port)', parseIntOpt('--port', { min: 0, max: 65535 }), 8000)
   .option('--host <host>', 'address to listen on', '127.0.0.1')
   .addOption(new Option('--env <env>', 'the env a sim target plays').choices(['alfworld', 'dbbench']))
   .option('--api-key <key>', 'require this Bearer token (or HR1_SERVE_API_KEY)')
@@ -190,7 +193,7 @@ addClusterOptions(
     .command('validator')
     .description('validation and reward models on logged candidate outcomes: reruns saved vs Δ lost against plain K sampling')
     .option('--k <n>', 'candidates rerun by plain sampling', parsePositiveInt('--k'), 4)
-    .option('--seed <n>', 'seed', (v) => Number(v), 0)
+    .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }), 0)
     .option('--out <dir>', 'models and dataset', '.hr1/validator'),
   { defaultInProcess: true },
 ).action(async (o) => {
@@ -200,7 +203,7 @@ addClusterOptions(
 bench
   .command('harness')
   .description('the cost of a sandboxed hook call (p50/p99) and the harness overhead on an episode vs the bare env loop')
-  .option('--seconds <s>', 'seconds', (v) => Number(v), 4)
+  .option('--seconds <s>', 'seconds', parseNumberOpt('--seconds', { min: 0.001, max: 600 }), 4)
   .action(async (o) => {
     const { benchHarnessCommand } = await import('../commands/bench.ts');
     await benchHarnessCommand(o);
@@ -244,7 +247,7 @@ addClusterOptions(
     .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED; an lm/<name> not built yet is built first)')
     .option('--config <file>', 'a YAML config (see experiments/configs/train.default.yaml); flags override it')
     .option('--iterations <n>', 'GRPO iterations', parsePositiveInt('--iterations'))
-    .option('--seed <n>', 'seed', (v) => Number(v))
+    .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }))
     .option('--out <dir>', 'run folder (default runs/train-<env>-<config hash>)')
     .option('--resume', 'continue a killed run in its run folder from its last checkpoint (same config)')
     .option('--validator <dir>', 'oversample 2K patches and rerun the K the reward model ranks best (models from hr1 bench validator)')
@@ -263,7 +266,7 @@ addClusterOptions(
     .option('--target <spec>', 'target', 'sim/llama-3b')
     .option('--split <name>', 'task split')
     .option('--tasks <n>', 'tasks in the batch', parsePositiveInt('--tasks'), 10)
-    .option('--seed <n>', 'batch seed', (v) => Number(v), 0)
+    .option('--seed <n>', 'batch seed', parseIntOpt('--seed', { min: 0 }), 0)
     .option('--tokens', 'print the built-in engineer\'s prompt tokens instead of the text'),
   { defaultInProcess: true },
 ).action(async (o) => {
@@ -281,8 +284,8 @@ addClusterOptions(
     .option('--batches <n>', 'batches', parsePositiveInt('--batches'), 8)
     .option('--size <n>', 'tasks per batch', parsePositiveInt('--size'), 10)
     .option('--k <n>', 'teacher proposals per packet', parsePositiveInt('--k'), 4)
-    .option('--min-delta <x>', 'keep proposals with Δ ≥ this', (v) => Number(v), 0)
-    .option('--seed <n>', 'seed', (v) => Number(v), 0)
+    .option('--min-delta <x>', 'keep proposals with Δ ≥ this', parseNumberOpt('--min-delta', { min: -1, max: 1 }), 0)
+    .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }), 0)
     .requiredOption('--out <file>', 'JSONL file to write'),
   { defaultInProcess: true },
 ).action(async (o) => {
@@ -292,17 +295,21 @@ addClusterOptions(
 
 const expCmd = program.command('exp').description('experiments: the paper\'s tables, a target sweep, cross-task, ablations, co-evolution (seeded, resumable, reports in a run folder)');
 const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
-const nums = (v: string) => list(v).map(Number);
 const expCommon = (c: Command) =>
-  addClusterOptions(
+  addTargetOptions(addClusterOptions(
     c
+      // the experiment's config schema has no TLS fields: --tls-* reach init() as HR1_NATS_TLS_*
+      .hook('preAction', (cmd) => {
+        tlsFlagsToEnv(cmd.opts());
+        for (const k of ['tlsCa', 'tlsCert', 'tlsKey']) cmd.setOptionValue(k, undefined);
+      })
       .option('--config <file>', 'a YAML config (see experiments/configs/); flags override it')
       .option('--out <dir>', 'run folder (default runs/<exp>-<config hash>; re-running resumes it)')
       .option('--engineer <dir>', 'a hr1 train run folder (or one per env: DIR/<env>/) for the engineer methods')
       .option('--envs <list>', 'envs, e.g. alfworld,dbbench', list)
-      .option('--seed <n>', 'seed', (v) => Number(v))
+      .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }))
       .option('--in-process', 'use the in-process transport'),
-  );
+  ));
 expCommon(expCmd.command('main').description('per env and on average: vanilla, ReAct, Self-Refine, prompted editor, SFT-only and SFT+GRPO engineer'))
   .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED)')
   .option('--methods <list>', 'rows, e.g. vanilla,prompted-editor,engineer-grpo', list)
@@ -322,7 +329,7 @@ expCommon(expCmd.command('crosstask').description('N failures from training task
   .option('--target <spec>', 'target')
   .option('--methods <list>', 'methods', list)
   .option('--failures <n>', 'failures in the packet', parsePositiveInt('--failures'))
-  .option('--seeds <list>', 'seeds, e.g. 0,1,2', nums)
+  .option('--seeds <list>', 'seeds, e.g. 0,1,2', parseIntListOpt('--seeds', { min: 0 }))
   .action(async (o) => {
     const { runExpCommand } = await import('../commands/exp.ts');
     await runExpCommand('crosstask', o);
@@ -378,14 +385,46 @@ zoo
 
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());
 
+/**
+ * SIGINT, SIGTERM, SIGHUP: the registered cleanups (cluster/signals.ts: runtimes with their
+ * actors, embedded nats-servers, a hosting node) run once within 5 s, the children left are
+ * stopped, and the process exits with 128 + the signal's number; a second signal exits at once.
+ * While that runs, the errors it causes in the commands (closed clusters) are not reported.
+ */
+function installStopHandlers(): void {
+  installSignalHandlers();
+  const events: NodeJS.EventEmitter = process;
+  for (const ev of ['uncaughtException', 'unhandledRejection']) {
+    for (const l of events.listeners(ev) as ((...x: unknown[]) => void)[]) {
+      events.removeListener(ev, l);
+      events.on(ev, (...a: unknown[]) => {
+        if (!shutdownInProgress()) l(...a);
+      });
+    }
+  }
+  // `hr1 status | head -1`: the reader went away; stop quietly (cleanups run) with exit code 0
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE' || e.code === 'ERR_STREAM_DESTROYED') {
+        void shutdownAndExit(0, 'EPIPE');
+        return;
+      }
+      if (!shutdownInProgress()) exitWithError(e);
+    });
+  }
+}
+
 /** The one error handler: every action's error (async, or thrown while importing its module) ends here. */
 async function main(): Promise<void> {
   installFatalHandlers();
+  installStopHandlers();
   try {
     // modules first (--module FILE): what they register (an env) is then known to every option check
     await preloadModules(process.argv);
     await program.parseAsync(process.argv);
   } catch (e) {
+    // stopping on a signal: the error is the signal's doing (a closed cluster); the handler exits
+    if (shutdownInProgress()) return;
     // the actions have shut their clusters down (finally) by now; an embedded nats-server left by
     // anything else is killed by its exit hook
     exitWithError(e);

@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { Hr1Error } from '../../cluster/errors.ts';
 import { EpisodeCache, DEFAULT_CACHE_PATH, rollout, summarizeRecords } from '../../drivers/index.ts';
-import { listTasks, type EnvOptions } from '../../envs/registry.ts';
+import { envDescriptor, listTasks, type EnvOptions } from '../../envs/registry.ts';
+import { DEFAULT_EPISODE_CONCURRENCY } from '../../actors/target.ts';
+import { describeTargetOptions, isDefaultTargetOptions, resolveTargetOptions, type TargetOptions } from '../../policies/targets/options.ts';
+import { targetFlagsOf } from '../cli/options.ts';
 import { BASELINES, BASELINE_NAMES, type BaselineName } from '../../policies/targets/baselines.ts';
 import { startCluster, type ClusterCliOptions } from './runtime.ts';
 import { checkTarget } from './targets.ts';
@@ -27,14 +30,21 @@ export interface EvalOptions extends ClusterCliOptions {
   envThreads: number;
   inProcess?: boolean;
   progress: boolean;
+  /** the target settings' flags (experiments/cli/options.ts addTargetOptions); see targetFlagsOf */
+  [flag: string]: unknown;
 }
 
-/** `--tasks 20` (the first 20 of the split), `--tasks 0-9,15` (indices) or `--tasks id1,id2`. */
-export function selectTasks(all: string[], spec: string | undefined): string[] {
+/**
+ * `--tasks 20` (the first 20 of the split), `--tasks 0-9,15` (indices) or `--tasks id1,id2`. A
+ * count beyond the split is an error naming the split's size (`split` names it in the message).
+ */
+export function selectTasks(all: string[], spec: string | undefined, split = 'this split'): string[] {
   if (!spec) return all;
   if (/^\d+$/.test(spec)) {
-    if (Number(spec) === 0) throw new Hr1Error('BAD_OPTION', '--tasks: 0 tasks is no evaluation; give a positive count, index ranges (0-9,15) or ids');
-    return all.slice(0, Number(spec));
+    const n = Number(spec);
+    if (n === 0) throw new Hr1Error('BAD_OPTION', '--tasks: 0 tasks is no evaluation; give a positive count, index ranges (0-9,15) or ids');
+    if (n > all.length) throw new Hr1Error('BAD_OPTION', `--tasks: ${n} is more than the ${all.length} tasks of ${split === 'this split' ? split : `split ${split}`}; give at most ${all.length}`, { data: { tasks: n, split, size: all.length } });
+    return all.slice(0, n);
   }
   if (/^[\d,\s-]+$/.test(spec)) {
     const out: string[] = [];
@@ -46,7 +56,7 @@ export function selectTasks(all: string[], spec: string | undefined): string[] {
       if (b < a) throw new Hr1Error('BAD_OPTION', `--tasks: the range "${part}" ends before it starts; write e.g. --tasks 0-9`);
       for (let i = a; i <= b; i++) {
         const t = all[i];
-        if (t === undefined) throw new Hr1Error('BAD_OPTION', `--tasks: index ${i} is out of range (the split has ${all.length} tasks)`);
+        if (t === undefined) throw new Hr1Error('BAD_OPTION', `--tasks: index ${i} is out of range (${split === 'this split' ? 'the split' : `split ${split}`} has ${all.length} tasks: 0-${all.length - 1})`);
         out.push(t);
       }
     }
@@ -102,28 +112,38 @@ function openCache(path: string): EpisodeCache {
   }
 }
 
-/** `hr1 eval`: roll a target (+ patch) out on tasks × seeds and report. */
+/** The target settings of `hr1 eval`'s flags, checked against the target's kind and the env; errors name the flag. */
+export function evalTargetOptions(o: Pick<EvalOptions, 'target' | 'env'> & Record<string, unknown>): TargetOptions {
+  const { raw, name } = targetFlagsOf(o);
+  return resolveTargetOptions(o.target, raw, { envs: [o.env], name });
+}
+
+/** `hr1 eval`: roll a target (+ patch) out on tasks × seeds and report. Every option is checked before the cluster starts. */
 export async function runEval(o: EvalOptions): Promise<void> {
   const spec = checkTarget(o.target);
+  const targetOptions = evalTargetOptions(o);
   const envOptions: EnvOptions = { data: o.data, protocol: o.protocol, db: o.db };
-  const tasks = selectTasks(listTasks(o.env, o.split, envOptions), o.tasks);
+  const tasks = selectTasks(listTasks(o.env, o.split, envOptions), o.tasks, o.split ?? envDescriptor(o.env).splits.heldout);
   const seeds = parseSeeds(o.seeds);
   const episodes = seeds.flatMap((seed) => tasks.map((taskId) => ({ taskId, seed })));
   const patch = loadPatch(o);
+  const settings = isDefaultTargetOptions(targetOptions) ? undefined : targetOptions;
   const rt = await startCluster(o);
   let cache: EpisodeCache | null = null;
   const simNote = spec.kind === 'sim' ? ' (SIMULATED target)' : '';
   const log = (l: string) => process.stderr.write(`${l}\n`);
   let bar: cliProgress.SingleBar | null = null;
   try {
-    if (!o.json) log(`hr1 eval: ${o.env}, ${tasks.length} tasks × ${seeds.length} seeds, target ${o.target}${simNote}, ${o.baseline ? `baseline ${o.baseline}` : o.patch ? `patch ${o.patch}` : 'no patch'}; ${rt.note}`);
+    if (!o.json) log(`hr1 eval: ${o.env}, ${tasks.length} tasks × ${seeds.length} seeds, target ${o.target}${simNote}${settings ? ` (${describeTargetOptions(settings)})` : ''}, ${o.baseline ? `baseline ${o.baseline}` : o.patch ? `patch ${o.patch}` : 'no patch'}; ${rt.note}`);
     cache = o.cache ? openCache(o.cachePath) : null;
     bar = o.progress && !o.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'episodes {bar} {value}/{total} ({cached} cached) {eta_formatted} left', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
     bar?.start(episodes.length, 0, { cached: 0 });
-    const r = await rollout(rt.cluster, { env: o.env, target: o.target, patch, episodes, envOptions }, {
+    const r = await rollout(rt.cluster, { env: o.env, target: o.target, patch, episodes, envOptions, ...(settings ? { targetOptions: { ...settings } } : {}) }, {
       cache,
       replicas: o.replicas,
       envThreads: o.envThreads,
+      // enough episodes in flight per actor to fill the endpoint's request slots
+      ...(settings?.concurrency !== undefined && settings.concurrency > DEFAULT_EPISODE_CONCURRENCY ? { concurrency: settings.concurrency } : {}),
       onProgress: (p) => bar?.update(p.done, { cached: p.cached }),
       log,
     });
@@ -131,12 +151,12 @@ export async function runEval(o: EvalOptions): Promise<void> {
     const s = summarizeRecords(r.records);
     const hooks = hookTotals(r.records);
     if (o.json) {
-      console.log(JSON.stringify({ env: o.env, target: o.target, simulated: spec.kind === 'sim', patch: o.patch ?? o.baseline ?? null, tasks: tasks.length, seeds, ...s, hooks, stats: r.stats }, null, 2));
+      console.log(JSON.stringify({ env: o.env, target: o.target, simulated: spec.kind === 'sim', targetOptions: settings ?? {}, patch: o.patch ?? o.baseline ?? null, tasks: tasks.length, seeds, ...s, hooks, stats: r.stats }, null, 2));
     } else {
       console.log(table(['env', 'target', 'episodes', 'success', 'score', 'avg steps', 'statuses'], [[o.env, `${o.target}${simNote}`, s.episodes, `${(s.success * 100).toFixed(1)}%`, s.score.toFixed(3), s.steps.toFixed(1), Object.entries(s.statuses).map(([k, v]) => `${k} ${v}`).join(', ')]]));
       const hk = Object.entries(hooks).filter(([, v]) => v > 0);
       if (hk.length) console.log(`\nhook counters: ${hk.map(([k, v]) => `${k} ${v}`).join(', ')}`);
-      console.log(`\n${r.stats.ran} episodes run, ${r.stats.cached} from the cache${cache ? ` (${cache.path})` : ''}, ${r.stats.resent} chunks re-sent, ${(r.stats.ms / 1000).toFixed(1)} s, nodes: ${r.stats.nodes.join(', ') || '-'}`);
+      console.log(`\n${r.stats.ran} episodes run, ${r.stats.cached} from the cache${cache ? ` (${cache.path})` : ''}, ${r.stats.resent} chunks re-sent, ${r.stats.rerun} episodes re-run after infra errors, ${(r.stats.ms / 1000).toFixed(1)} s, nodes: ${r.stats.nodes.join(', ') || '-'}`);
     }
   } finally {
     bar?.stop();

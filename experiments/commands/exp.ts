@@ -1,5 +1,7 @@
 /** `hr1 exp main|sweep|crosstask|ablate|coevolve`. */
 import { init } from '../../cluster/init.ts';
+import { TARGET_FLAG_ATTRIBUTES, targetFlagsOf } from '../cli/options.ts';
+import { checkTargetOptionValues } from '../../policies/targets/options.ts';
 import { CommandError } from './errors.ts';
 
 export const EXP_NAMES = ['main', 'sweep', 'crosstask', 'ablate', 'coevolve'] as const;
@@ -22,8 +24,18 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
   const opts: Record<string, unknown> = Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
   const trainEngineers = opts.trainEngineer !== false;
   delete opts.trainEngineer;
+  // the target settings' flags become a targetOptions map over the config file's (top level:
+  // every target); their values are checked here, naming the flag, and per target with the config
+  const flags = targetFlagsOf(opts);
+  for (const a of TARGET_FLAG_ATTRIBUTES) delete opts[a];
+  if (Object.keys(flags.raw).length > 0) {
+    checkTargetOptionValues(flags.raw, flags.name);
+    opts.targetOptions = flags.raw;
+  }
   if (name === 'main') {
     const resolved = exp.resolveExpMain(opts);
+    // before a cluster starts for the engineers' training
+    exp.expTargetOptions('main', resolved, [resolved.target]);
     if (resolved.engineer || !trainEngineers || !resolved.methods.some(wantsEngineer)) {
       await exp.runExpMain(opts);
       return;

@@ -9,6 +9,8 @@ import { z } from 'zod';
 import { init, type InitOptions } from '../../cluster/init.ts';
 import type { Cluster } from '../../cluster/client.ts';
 import { parseTargetSpec } from '../../policies/targets/spec.ts';
+import { targetOptionsByTarget, type TargetOptions } from '../../policies/targets/options.ts';
+import { checkTarget } from '../commands/targets.ts';
 import { buildZoo, readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
 import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts';
 import { ExpError } from '../runner/errors.ts';
@@ -34,14 +36,20 @@ export const DEFAULT_BOOTSTRAP = { resamples: 1000, seed: 0, level: 0.95 };
 export const DEFAULT_ROLLOUT = { replicas: 1, chunk: 8 };
 
 const posInt = z.number({ error: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer');
-const target = z.string().refine((s) => {
+// the form, a sim profile that exists, an lm/ name the zoo knows: checked before anything runs
+const target = z.string().superRefine((s, ctx) => {
   try {
     parseTargetSpec(s);
-    return true;
   } catch {
-    return false;
+    ctx.addIssue({ code: 'custom', message: 'must be a target spec: sim/<profile>, openai:<base-url>#<model> or lm/<name>' });
+    return;
   }
-}, 'must be a target spec: sim/<profile>, openai:<base-url>#<model> or lm/<name>');
+  try {
+    checkTarget(s);
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: (e as Error).message });
+  }
+});
 
 /** The test episodes option with an experiment's own defaults. */
 export function testSchema(d: { tasks: number | 'all'; seeds: number[] }) {
@@ -90,6 +98,11 @@ export const commonShape = {
   rollout: z
     .strictObject({ replicas: posInt.default(DEFAULT_ROLLOUT.replicas), chunk: posInt.default(DEFAULT_ROLLOUT.chunk) })
     .prefault({}),
+  /**
+   * target settings (policies/targets/options.ts): settings at the top level for every target,
+   * and entries keyed by a target spec for that target; checked per target by expTargetOptions
+   */
+  targetOptions: z.record(z.string(), z.unknown(), { error: 'must be a map of target settings (temperature, topP, …) and of target specs to such maps' }).optional(),
   // where to run (not part of the config hash)
   address: z.string().optional(),
   inProcess: z.boolean().default(false),
@@ -121,6 +134,15 @@ export function scienceOf(o: Record<string, unknown>): Record<string, unknown> {
 export function defaultRunDir(exp: string, o: Record<string, unknown>): string {
   // the SIMULATED targets' version decides numbers too
   return `runs/${exp}-${configHash({ exp, sim: SIM_VERSION, ...scienceOf(o) })}`;
+}
+
+/**
+ * Each target's canonical settings from the options' `targetOptions` (flags over the config
+ * file), checked against the target's kind and the envs; a TargetOptionsError naming
+ * `<exp>.targetOptions.<key>` otherwise. Called before the run folder or the cluster exist.
+ */
+export function expTargetOptions(exp: string, o: Pick<CommonOptions, 'targetOptions' | 'envs'>, targets: readonly string[]): Map<string, TargetOptions> {
+  return targetOptionsByTarget(targets, o.targetOptions, { path: `${exp}.targetOptions`, envs: o.envs, flags: true });
 }
 
 /** Where an experiment runs: the cluster options of its resolved options (flags over the config file). */
@@ -255,6 +277,8 @@ export async function runExperiment(
   reporter: (meta: RunMeta, rows: EvalRow[]) => Report,
 ): Promise<ExpResult> {
   const t0 = performance.now();
+  const targetOptions = expTargetOptions(exp, o, meta.targets);
+
   const dir = o.out ?? defaultRunDir(exp, o as unknown as Record<string, unknown>);
   const run = new RunDir(dir);
   const config = { ...scienceOf(o as unknown as Record<string, unknown>), bootstrap: o.bootstrap };
@@ -269,7 +293,7 @@ export async function runExperiment(
     if (note !== undefined) progress.log(`hr1 exp ${exp}: ${note}; run folder ${dir}`);
     if (full.simulated.length) progress.log(`SIMULATED targets: ${full.simulated.join(', ')}`);
     await ensureLmTargets(meta.targets, (l) => progress.log(l));
-    x = new ExpRun(cluster, run, progress, o.rollout, {}, io.onUnitDone);
+    x = new ExpRun(cluster, run, progress, o.rollout, {}, io.onUnitDone, targetOptions);
     await plan(x);
   } finally {
     progress.stop();

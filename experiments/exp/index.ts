@@ -18,6 +18,7 @@ export {
   DEFAULT_ROLLOUT,
   defaultRunDir,
   initOptionsOf,
+  expTargetOptions,
   type CommonOptions,
   type ExpIO,
   type ExpResult,

@@ -8,10 +8,12 @@ import type { Cluster } from '../../cluster/client.ts';
 import { Rng } from '../../cluster/rng.ts';
 import { envDescriptor, envNames, isEnvName, listTasks, type EnvMetric, type EnvOptions, type EnvSplits } from '../../envs/registry.ts';
 import { makeBatches, rollout } from '../../drivers/index.ts';
-import type { EpisodeRef } from '../../actors/index.ts';
+import { DEFAULT_EPISODE_CONCURRENCY, type EpisodeRef } from '../../actors/index.ts';
 import { isInfraStatus, parsedPatch, type EpisodeRecord } from '../../harness/index.ts';
 import { extractPacket, packetHash, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
+import { configHash } from './config.ts';
+import type { TargetOptions } from '../../policies/targets/options.ts';
 import type { Method, MethodOptions } from './methods.ts';
 import type { Progress } from './progress.ts';
 import type { ResultRow, RunDir } from './run-dir.ts';
@@ -116,7 +118,15 @@ export class ExpRun {
     readonly envOptions: EnvOptions = {},
     /** a hook the resumability test uses to stop a run part way */
     readonly onUnitDone?: (key: string) => void,
+    /** each target's settings (canonical, policies/targets/options.ts); a target not in it runs with its defaults */
+    readonly targetOptions: ReadonlyMap<string, TargetOptions> = new Map(),
   ) {}
+
+  /** A unit's key in the run folder: its own key, plus the run's target settings when there are any (a changed setting runs the unit again). */
+  unitKeyOf(key: string): string {
+    if (this.targetOptions.size === 0) return key;
+    return `${key}|to=${configHash(Object.fromEntries([...this.targetOptions].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), 12)}`;
+  }
 
   /** Vanilla rollout of a train batch (cached) and its failure packet. */
   packet(env: string, target: string, batch: readonly EpisodeRef[]): Promise<PacketSource> {
@@ -136,10 +146,13 @@ export class ExpRun {
   }
 
   private async rollOnce(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
-    const r = await rollout(this.cluster, { env, target, patch, episodes: [...episodes], envOptions: envOptionsFor(env, episodes, this.envOptions) }, {
+    const to = this.targetOptions.get(target);
+    const r = await rollout(this.cluster, { env, target, patch, episodes: [...episodes], envOptions: envOptionsFor(env, episodes, this.envOptions), ...(to ? { targetOptions: { ...to } } : {}) }, {
       cache: this.run.cache,
       replicas: this.rolloutSettings.replicas,
       chunk: this.rolloutSettings.chunk,
+      // enough episodes in flight per actor to fill the endpoint's request slots
+      ...(to?.concurrency !== undefined && to.concurrency > DEFAULT_EPISODE_CONCURRENCY ? { concurrency: to.concurrency } : {}),
       onProgress: (p) => this.progress.episodes(p.done, p.total, p.cached),
       log: (l) => this.progress.log(l),
     });
@@ -151,7 +164,8 @@ export class ExpRun {
    * `patch()`, which may propose from a packet) is rolled out on the test episodes and appended.
    */
   async evalUnit(u: { key: string; label: string; env: string; target: string; method: string; packet: number | null; variant?: string; episodes: readonly EpisodeRef[]; patch: () => Promise<{ patch: unknown; packetHash: string | null }> }): Promise<EvalRow> {
-    const have = this.run.get(u.key);
+    const key = this.unitKeyOf(u.key);
+    const have = this.run.get(key);
     if (have) {
       this.skipped++;
       this.progress.done(u.label, { skipped: true, ran: 0, cached: 0, ms: 0 });
@@ -166,7 +180,7 @@ export class ExpRun {
     const records = await this.roll(u.env, u.target, parsed, u.episodes);
     const { outcomes, errors } = outcomesOf(records);
     const row: EvalRow = {
-      key: u.key,
+      key,
       kind: 'eval',
       env: u.env,
       target: u.target,
@@ -183,7 +197,7 @@ export class ExpRun {
     this.ran++;
     const cached = this.run.cache.hits - hits0;
     this.progress.done(u.label, { skipped: false, ran: u.episodes.length - Math.min(cached, u.episodes.length), cached: Math.min(cached, u.episodes.length), ms: performance.now() - t0 });
-    this.onUnitDone?.(u.key);
+    this.onUnitDone?.(key);
     return row;
   }
 
@@ -204,6 +218,7 @@ export class ExpRun {
         cluster: this.cluster,
         cache: this.run.cache,
         envOptions: this.envOptions,
+        ...(this.targetOptions.get(o.target) ? { targetOptions: { ...this.targetOptions.get(o.target)! } } : {}),
         options: o.options,
       });
       return { patch, packetHash: src ? packetHash(src.packet) : null };

@@ -39,6 +39,8 @@ export interface MethodContext {
   cluster: Cluster;
   cache: EpisodeCache | null;
   envOptions: EnvOptions;
+  /** the target's backend settings, for methods that roll candidates out (absent: none) */
+  targetOptions?: Record<string, unknown>;
   options: MethodOptions;
 }
 
@@ -80,7 +82,7 @@ export const PROMPTED_EDITOR: Method = {
     let best = props[0]!.patch;
     let bestDelta = -Infinity;
     for (const p of props) {
-      const r = await rewardOf(ctx.cluster, { env: ctx.env, target: ctx.target, episodes: ctx.trainEpisodes, patch: p.patch, cache: ctx.cache, base: ctx.trainRecords, envOptions: ctx.envOptions });
+      const r = await rewardOf(ctx.cluster, { env: ctx.env, target: ctx.target, episodes: ctx.trainEpisodes, patch: p.patch, cache: ctx.cache, base: ctx.trainRecords, envOptions: ctx.envOptions, ...(ctx.targetOptions ? { targetOptions: ctx.targetOptions } : {}) });
       if (r.valid && r.delta > bestDelta) {
         bestDelta = r.delta;
         best = p.patch;

@@ -17,21 +17,19 @@ import { parseDuration } from '../../cluster/duration.ts';
 import { Rng } from '../../cluster/rng.ts';
 import type { DecisionContext, Model } from '../../harness/types.ts';
 import { parseTargetSpec, TargetSpecError } from './spec.ts';
+import { DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS } from './settings.ts';
 
 // ---------------------------------------------------------------- defaults
 
-/** @default 8 requests in flight per client */
-export const DEFAULT_CONCURRENCY = 8;
-/** @default 4 retries after the first attempt (5 attempts in all) */
-export const DEFAULT_MAX_RETRIES = 4;
+// concurrency 8, 4 retries and a 60 s timeout: shared with the target settings' table (settings.ts)
+export { DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS };
+
 /** @default 500 ms: the first backoff; doubled per retry */
 export const DEFAULT_BACKOFF_BASE_MS = 500;
 /** @default 8 s: no backoff is longer */
 export const DEFAULT_BACKOFF_CAP_MS = 8_000;
 /** @default 60 s: a `Retry-After` longer than this is cut to it */
 export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
-/** @default 60 s per attempt (connect, wait, read the body) */
-export const DEFAULT_TIMEOUT_MS = 60_000;
 /** @default 'OPENAI_API_KEY' */
 export const DEFAULT_API_KEY_ENV = 'OPENAI_API_KEY';
 /** read when the variable named by `apiKeyEnv` is unset */
@@ -280,6 +278,12 @@ export interface ChatRequest extends SamplingOptions {
   messages: readonly OpenAIMessage[];
   tools?: readonly ToolSpec[];
   toolChoice?: ToolChoice;
+  /**
+   * fields merged into the request body after the ones above (e.g.
+   * `{chat_template_kwargs: {enable_thinking: false}}`, or `tool_choice`); `model`, `messages`
+   * and `stream` are the client's and cannot be set here
+   */
+  extraBody?: Record<string, unknown>;
 }
 
 export interface ToolCall {
@@ -298,8 +302,10 @@ export interface Usage {
 }
 
 export interface ChatResult {
-  /** the message text ('' when the model only called tools) */
+  /** the message text ('' when the model only called tools), as the server sent it */
   content: string;
+  /** the message's separate reasoning (`reasoning_content`, or `reasoning`), '' when none */
+  reasoning: string;
   toolCalls: ToolCall[];
   usage: Usage;
   /** `stop`, `length`, `tool_calls`, … ('' when the server gave none) */
@@ -335,6 +341,8 @@ const CompletionSchema = z.object({
       z.object({
         message: z.object({
           content: z.string().nullish(),
+          reasoning_content: z.string().nullish(),
+          reasoning: z.string().nullish(),
           tool_calls: z
             .array(z.object({ id: z.string().optional(), function: z.object({ name: z.string(), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).optional() }) }))
             .nullish(),
@@ -347,6 +355,9 @@ const CompletionSchema = z.object({
 });
 
 // ---------------------------------------------------------------- client
+
+/** body fields only the client sets (extraBody cannot override them) */
+const CLIENT_FIELDS = new Set(['model', 'messages', 'stream']);
 
 /** FIFO counting semaphore. */
 class Semaphore {
@@ -492,6 +503,7 @@ export class OpenAIClient {
       b.tools = req.tools;
       b.tool_choice = req.toolChoice ?? 'auto';
     }
+    if (req.extraBody) for (const [k, v] of Object.entries(req.extraBody)) if (!CLIENT_FIELDS.has(k)) b[k] = v;
     return b;
   }
 
@@ -595,14 +607,32 @@ export class OpenAIClient {
     this.#stats.promptTokens += usage.promptTokens;
     this.#stats.completionTokens += usage.completionTokens;
     this.#stats.totalTokens += usage.totalTokens;
-    return { content: choice.message.content ?? '', toolCalls, usage, finishReason: choice.finish_reason ?? '', model: r.data.model ?? model, attempts: 1 };
+    const reasoning = choice.message.reasoning_content ?? choice.message.reasoning ?? '';
+    return { content: choice.message.content ?? '', reasoning, toolCalls, usage, finishReason: choice.finish_reason ?? '', model: r.data.model ?? model, attempts: 1 };
   }
 }
 
 // ---------------------------------------------------------------- model
 
-/** Turns a tools-mode answer with tool calls into the action text the env parses. */
-export type ToolCallFormatter = (calls: readonly ToolCall[], content: string) => string;
+/** Turns a tools-mode answer with tool calls into the action text the env parses (`content` has its reasoning stripped when stripReasoning is on). */
+export type ToolCallFormatter = (calls: readonly ToolCall[], content: string, context: DecisionContext) => string;
+
+/**
+ * The answer without its reasoning: every `<think>…</think>` block, a leading `…</think>` whose
+ * `<think>` was in the prompt (chat templates that open the block themselves), and an
+ * unterminated `<think>…` (an answer cut off while thinking) are removed; the rest is trimmed.
+ *
+ * @example
+ * stripReasoningText('<think>look first</think>\nAction: Answer'); // 'Action: Answer'
+ */
+export function stripReasoningText(text: string): string {
+  let s = text.replace(/<think>[\s\S]*?<\/think>/g, '');
+  const close = s.indexOf('</think>');
+  if (close >= 0) s = s.slice(close + '</think>'.length);
+  const open = s.indexOf('<think>');
+  if (open >= 0) s = s.slice(0, open);
+  return s === text ? text : s.trim();
+}
 
 export interface OpenAIModelOptions extends SamplingOptions {
   /** the served model's name (what goes after # in the spec) */
@@ -620,6 +650,15 @@ export interface OpenAIModelOptions extends SamplingOptions {
   /** @default 'auto' */
   toolChoice?: ToolChoice;
   formatToolCalls?: ToolCallFormatter;
+  /** fields merged into every request body (see {@link ChatRequest.extraBody}) */
+  extraBody?: Record<string, unknown>;
+  /**
+   * Remove reasoning before the env parses the answer: `<think>…</think>` blocks in the text (see
+   * {@link stripReasoningText}) and the separate `reasoning_content`. When false, the text goes
+   * as it came, after the reasoning field (if any) as a `<think>…</think>` block.
+   * @default true
+   */
+  stripReasoning?: boolean;
 }
 
 /**
@@ -638,6 +677,8 @@ export class OpenAIModel implements Model {
   readonly client: OpenAIClient;
   readonly model: string;
   readonly mode: 'text' | 'tools';
+  /** whether reasoning is removed before the answer goes to the env (see {@link OpenAIModelOptions.stripReasoning}) */
+  readonly stripReasoning: boolean;
   readonly #opts: OpenAIModelOptions;
   /** the last result, for callers that want usage or finish reasons */
   lastResult: ChatResult | null = null;
@@ -652,8 +693,20 @@ export class OpenAIModel implements Model {
       if (!opts.tools || opts.tools.length === 0) throw new ConfigError('openai.tools', 'tools mode needs at least one function tool (e.g. DBBench FC_TOOLS)');
       if (typeof opts.formatToolCalls !== 'function') throw new ConfigError('openai.formatToolCalls', 'tools mode needs a function that turns tool calls into the action text the env parses');
     }
+    if (opts.extraBody !== undefined) {
+      if (typeof opts.extraBody !== 'object' || opts.extraBody === null || Array.isArray(opts.extraBody)) throw new ConfigError('openai.extraBody', `must be an object of request body fields, got ${describe(opts.extraBody)}`);
+      const bad = Object.keys(opts.extraBody).filter((k) => CLIENT_FIELDS.has(k));
+      if (bad.length) throw new ConfigError('openai.extraBody', `may not set ${bad.map((k) => `"${k}"`).join(', ')} (the client sets model, messages and stream)`);
+    }
     this.#opts = opts;
+    this.stripReasoning = opts.stripReasoning ?? true;
     this.name = `openai:${this.client.baseUrl}#${opts.model}`;
+  }
+
+  /** the answer text the env gets from a result, with or without its reasoning */
+  #text(r: ChatResult): string {
+    if (this.stripReasoning) return stripReasoningText(r.content);
+    return r.reasoning ? `<think>${r.reasoning}</think>\n${r.content}` : r.content;
   }
 
   async decide(context: DecisionContext): Promise<string> {
@@ -669,16 +722,18 @@ export class OpenAIModel implements Model {
       req.tools = o.tools;
       if (o.toolChoice !== undefined) req.toolChoice = o.toolChoice;
     }
+    if (o.extraBody !== undefined) req.extraBody = o.extraBody;
     const r = await this.client.chat(req);
     this.lastResult = r;
+    const text = this.#text(r);
     if (this.mode === 'tools' && r.toolCalls.length > 0) {
       try {
-        return o.formatToolCalls!(r.toolCalls, r.content);
+        return o.formatToolCalls!(r.toolCalls, text, context);
       } catch (e) {
         throw new OpenAIModelError('OPENAI_FORMAT', `formatToolCalls threw on ${r.toolCalls.map((c) => c.name).join(', ')}: ${(e as Error).message}`, { cause: e });
       }
     }
-    return r.content;
+    return text;
   }
 }
 

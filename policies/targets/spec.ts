@@ -23,11 +23,13 @@ export const TARGET_SPEC_FORMS = [
 const FORMS_TEXT = TARGET_SPEC_FORMS.map((f) => `${f.form} (e.g. ${f.example})`).join(', ');
 
 /**
- * Codes of the target layer outside its own families: {@link TargetSpecError}'s, and those raised
- * as a plain Hr1Error (`TARGET_NOT_AVAILABLE` in make.ts; `UNKNOWN_SIM_PROFILE`, `SIM_NO_ORACLE`
- * in sim/sim.ts: plain so that their printed name stays `Hr1Error`).
+ * Codes of the target layer outside its own families: {@link TargetSpecError}'s,
+ * `TARGET_OPTIONS` (TargetOptionsError, options.ts: a target setting that is unknown, bad or
+ * not for the target's kind), and those raised as a plain Hr1Error (`TARGET_NOT_AVAILABLE` in
+ * make.ts; `UNKNOWN_SIM_PROFILE`, `SIM_NO_ORACLE` in sim/sim.ts: plain so that their printed
+ * name stays `Hr1Error`).
  */
-export type TargetErrorCode = 'TARGET_SPEC' | 'TARGET_NOT_AVAILABLE' | 'UNKNOWN_SIM_PROFILE' | 'SIM_NO_ORACLE';
+export type TargetErrorCode = 'TARGET_SPEC' | 'TARGET_OPTIONS' | 'TARGET_NOT_AVAILABLE' | 'UNKNOWN_SIM_PROFILE' | 'SIM_NO_ORACLE';
 
 /** A target spec string that does not have one of the accepted forms. */
 export class TargetSpecError extends Hr1Error<'TARGET_SPEC'> {

@@ -15,7 +15,7 @@ test('cli - invalid options name the option and the fix', async (t) => {
     [['node', '--address', 'nats://127.0.0.1:4222', '--resources', 'cpu=lots'], /--resources.*"cpu=lots" is not NAME=NUMBER; write e\.g\. --resources cpu=2,gpu=0/],
     [['node', '--address', 'http://x', '--resources', 'cpu=1'], /--address.*is not a NATS address; write nats:\/\/host:port/],
     [['node', '--address', 'nats://127.0.0.1:4222', '--labels', 'zone'], /"zone" is not KEY=VALUE/],
-    [['demo', '--calls', '-5'], /--calls must be a positive integer/],
+    [['demo', '--calls', '-5'], /--calls: must be a positive integer/],
     [['envs', 'verify', 'minecraft'], /unknown env "minecraft"; choose one of alfworld, dbbench, webshop/],
     [['status'], /required option '--address <url>' not specified/],
   ];
