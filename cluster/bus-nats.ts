@@ -63,6 +63,10 @@ export class NatsBus implements Bus {
   // nats.js's request() builds an Error per call (even with noAsyncTraces) and a timer per call.
   private readonly inbox: string;
   private pending = new PendingRequests();
+  // nats.js drops what is published while disconnected (each reconnect attempt resets its outbound
+  // buffer), so a request made then would be lost without a trace: it waits here for the reconnect
+  private up = true;
+  private deferred: (() => void)[] = [];
 
   private constructor(readonly nc: NatsConnection, readonly address: string) {
     this.inbox = createInbox();
@@ -82,8 +86,17 @@ export class NatsBus implements Bus {
         // a request in flight when the connection drops may never get its reply (the responder
         // may answer before our inbox is resubscribed, or the request died with the socket): fail
         // them all now, retryable, rather than let each wait for its timeout. Requests made while
-        // reconnecting are buffered by nats.js and sent after the reconnect, so they are kept.
-        if (t === 'disconnect') this.pending.failAll((subject) => new BusDisconnectedError(subject, this.address));
+        // disconnected are held (see request()) and sent after the reconnect.
+        if (t === 'disconnect') {
+          this.up = false;
+          this.pending.failAll((subject) => new BusDisconnectedError(subject, this.address));
+        }
+        if (t === 'reconnect') {
+          this.up = true;
+          const held = this.deferred;
+          this.deferred = [];
+          for (const send of held) send();
+        }
         if (t === 'disconnect' || t === 'reconnect') for (const cb of this.statusCbs) cb(t);
       }
     })();
@@ -151,7 +164,15 @@ export class NatsBus implements Bus {
     return this.pending.open(
       subject,
       timeoutMs,
-      (id) => this.nc.publish(subject, data, { reply: `${this.inbox}.${id}` }),
+      (id) => {
+        if (this.up) this.nc.publish(subject, data, { reply: `${this.inbox}.${id}` });
+        else {
+          // sent on reconnect, unless it timed out or failed meanwhile
+          this.deferred.push(() => {
+            if (this.pending.subjectOf(id) !== undefined) this.nc.publish(subject, data, { reply: `${this.inbox}.${id}` });
+          });
+        }
+      },
       (e) => mapRequestError(e, subject, timeoutMs),
     );
   }
