@@ -10,6 +10,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { ActorRef, Cluster, Handle } from '../cluster/client.ts';
 import { EnvActor } from '../actors/env.ts';
 import { ActorDiedError, BackpressureError, CallTimeoutError, Hr1Error } from '../cluster/errors.ts';
+import { shutdownInProgress } from '../cluster/signals.ts';
 import { baseHarness, canonicalJson, composeHarness, harnessVersion, isInfraStatus, parsedPatch, type EpisodeRecord, type ParsedPatch } from '../harness/index.ts';
 import { episodeKey, type EpisodeCache, type EpisodeKey } from './episode-cache.ts';
 import { envDescriptor, type EnvOptions } from '../envs/registry.ts';
@@ -232,7 +233,8 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
                 break;
               } catch (e) {
                 const again = e instanceof ActorDiedError || e instanceof CallTimeoutError || e instanceof BackpressureError || (e instanceof Hr1Error && e.retryable);
-                if (!again || attempt >= retries) throw e;
+                // the command is stopping (a signal): its own shutdown lost the chunk, nothing to re-send
+                if (!again || attempt >= retries || shutdownInProgress()) throw e;
                 resent++;
                 opts.log?.(`chunk of ${c.length} episodes lost (${(e as Error).message}); sending it again (${attempt + 1}/${retries})`);
                 await new Promise((res) => setTimeout(res, 200 * (attempt + 1)));
