@@ -81,3 +81,25 @@ test.serial('infra - an endpoint that stays down: the rollout fails with a typed
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test.serial('infra - hr1 eval against an endpoint that is down exits non-zero with the first errors, no stack, and caches nothing', async (t) => {
+  const { hr1 } = await import('./processes.ts');
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'hr1-infra-'));
+  try {
+    const cachePath = join(dir, 'episodes.sqlite');
+    const p = hr1(['eval', '--env', 'alfworld', '--target', `openai:http://127.0.0.1:${port}/v1#m`, '--tasks', '2', '--target-retries', '0', '--cache-path', cachePath, '--in-process']);
+    const code = await p.exited;
+    t.not(code, 0, p.out());
+    t.regex(p.out(), /ROLLOUT_INFRA/);
+    t.regex(p.out(), /2 of 2 episodes ended in an infra error in each of 4 attempts: model_error ×2/);
+    t.regex(p.out(), /running them again in 1000 ms \(1\/3\)/);
+    t.notRegex(p.out(), /\n\s+at /, 'no stack trace');
+    t.notRegex(p.out(), /0\.0 ?%/, 'no success rate reported');
+    const cache = new EpisodeCache(cachePath);
+    t.is(cache.size(), 0);
+    cache.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
