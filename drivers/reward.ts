@@ -10,7 +10,7 @@ import { rollout, type RolloutOptions, type RolloutResult } from './rollout.ts';
 import type { EpisodeCache } from './episode-cache.ts';
 import type { EnvOptions } from '../envs/registry.ts';
 import type { EpisodeRef } from '../actors/target.ts';
-import { readPatch, validatePatch, type EpisodeRecord, type ParsedPatch, type PatchIssue } from '../harness/index.ts';
+import { INFRA_STATUSES, readPatch, validatePatch, type EpisodeRecord, type ParsedPatch, type PatchIssue } from '../harness/index.ts';
 import { EngineerError, MissingEvaluationError } from '../policies/engineer/errors.ts';
 
 export interface RewardSpec {
@@ -53,7 +53,7 @@ export interface RewardResult {
   episodes: number;
 }
 
-const INFRA = new Set(['env_error', 'model_error']);
+const INFRA = new Set<string>(INFRA_STATUSES);
 
 function checkRecords(side: 'base' | 'patched', records: readonly EpisodeRecord[]): void {
   const bad = records.filter((r) => INFRA.has(r.outcome.status));

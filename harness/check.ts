@@ -12,6 +12,7 @@ import { runEpisode } from './runtime.ts';
 import { CodeSandbox, type SandboxLimits } from './sandbox.ts';
 import type { Patch, PatchIssue } from './schema.ts';
 import type { EpisodeRecord, HookAccount, Model } from './types.ts';
+import { isInfraStatus } from './record.ts';
 
 /** the ALFWorld game smoke episodes run on unless told otherwise (valid_seen, pick_and_place) */
 export const DEFAULT_SMOKE_GAME = 'valid_seen/pick_and_place_simple-Book-None-SideTable-329/trial_T20190908_050633_745514';
@@ -100,7 +101,7 @@ export async function validatePatch(input: unknown, opts: ValidateOptions = {}):
           warnings.push({ code: 'PATCH_SMOKE', path: w.path, hook: w.hook, message: `${c.clamped} effect(s) clamped in the smoke episode (cut to the limits, past the first hint, past a cap, or not admissible)${h.errors[0] ? `: ${h.errors[0]}` : ''}` });
         }
       }
-      if (rec.outcome.status === 'model_error' || rec.outcome.status === 'env_error') {
+      if (isInfraStatus(rec.outcome.status)) {
         errors.push({ code: 'PATCH_SMOKE', path: '', message: `the smoke episode failed: ${rec.outcome.error ?? rec.outcome.status}` });
       }
     } catch (e) {

@@ -7,6 +7,7 @@
 import { envDescriptor } from '../../envs/registry.ts';
 import { z } from 'zod';
 import { Rng } from '../../cluster/rng.ts';
+import { isInfraStatus } from '../../harness/index.ts';
 import { extractPacket } from '../../policies/engineer/index.ts';
 import { listTasks } from '../../envs/registry.ts';
 import { meanStd, type Interval } from '../report/bootstrap.ts';
@@ -52,7 +53,7 @@ async function failuresSource(x: ExpRun, env: string, target: string, n: number,
     const recs = await x.roll(env, target, null, eps);
     for (const r of recs) {
       if (picked.records.length >= n) break;
-      if (!r.outcome.won && r.outcome.status !== 'env_error' && r.outcome.status !== 'model_error') {
+      if (!r.outcome.won && !isInfraStatus(r.outcome.status)) {
         picked.records.push(r);
         picked.episodes.push({ taskId: r.taskId, seed: r.seed });
       }

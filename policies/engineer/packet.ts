@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { EpisodeRecord, StepRecord } from '../../harness/types.ts';
+import { INFRA_STATUSES } from '../../harness/record.ts';
 import { EngineerError } from './errors.ts';
 
 /** Failed episodes shown at most. @default 20 */
@@ -172,7 +173,7 @@ function statusOf(r: EpisodeRecord): PacketStatus {
   return 'failed';
 }
 
-const INFRA = new Set(['env_error', 'model_error']);
+const INFRA = new Set<string>(INFRA_STATUSES);
 
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
