@@ -4,7 +4,7 @@ import { NatsBus } from '../../cluster/bus-nats.ts';
 import { Cluster } from '../../cluster/client.ts';
 import { hr1, startNode, stopAll, type Proc } from './processes.ts';
 
-const evalArgs = (url: string) => ['eval', '--address', url, '--cluster', 'rst', '--env', 'alfworld', '--target', 'sim/llama-3b', '--tasks', '140', '--seeds', '1-4', '--no-cache', '--json', '--env-threads', '0'];
+const evalArgs = (url: string) => ['eval', '--address', url, '--cluster', 'rst', '--env', 'alfworld', '--target', 'sim/llama-3b', '--tasks', '140', '--seeds', '1-2', '--no-cache', '--json', '--env-threads', '0'];
 
 function parse(out: string): Record<string, unknown> {
   const j = JSON.parse(out.slice(out.indexOf('{'), out.lastIndexOf('}') + 1)) as Record<string, unknown>;
