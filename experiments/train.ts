@@ -108,6 +108,19 @@ export interface IterationLog {
   ms: { rollout?: number; sampling?: number; validation?: number; update?: number; total: number };
 }
 
+/**
+ * The part of a GRPO group that is scored: a candidate whose evaluation is missing (its rollout
+ * hit infra errors, MissingEvaluationError) is not a 0, it leaves the group (`dropped`); when every
+ * evaluation is missing, training stops (TRAIN_EVAL_MISSING) rather than score them.
+ */
+export function scoredGroup(iteration: number, results: readonly ({ ok: true; reward: RewardResult } | { ok: false; error: Error })[]): { kept: number[]; deltas: number[]; valid: number; dropped: { index: number; error: string }[] } {
+  const kept = results.flatMap((r, i) => (r.ok ? [i] : []));
+  const dropped = results.flatMap((r, i) => (r.ok ? [] : [{ index: i, error: r.error.message }]));
+  if (kept.length === 0) throw new Hr1Error('TRAIN_EVAL_MISSING', `GRPO iteration ${iteration}: the evaluation of every candidate is missing (first: ${dropped[0]?.error ?? '?'}); training stops rather than score them 0. Fix the target or env and resume with the same command`);
+  const ok = kept.map((i) => (results[i] as { ok: true; reward: RewardResult }).reward);
+  return { kept, deltas: ok.map((r) => r.delta), valid: ok.filter((r) => r.valid).length, dropped };
+}
+
 export interface TrainResult {
   out: string;
   sft: { rows: number; representable: number; finalLoss: number | null };
@@ -243,14 +256,9 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       const tV = performance.now();
       const rewards = await rewardGroup(cluster, { env: cfg.env, target: cfg.target, episodes: batch!, patches, cache, base: base.records });
       const msValidation = performance.now() - tV;
-      // a candidate whose evaluation is missing (its rollout hit infra errors) is not a 0: it leaves the group
-      const kept = rewards.results.flatMap((r, i) => (r.ok ? [i] : []));
-      const dropped = rewards.results.flatMap((r, i) => (r.ok ? [] : [{ index: i, error: r.error.message }]));
+      const { kept, deltas, valid, dropped } = scoredGroup(it, rewards.results);
       if (dropped.length > 0) log(`  grpo ${it}/${cfg.grpo.iterations}: ${dropped.length} of ${group.length} candidates dropped, their evaluation is missing (first: ${dropped[0]!.error})`);
-      if (kept.length === 0) throw new Hr1Error('TRAIN_EVAL_MISSING', `GRPO iteration ${it}: the evaluation of every candidate is missing (first: ${dropped[0]?.error ?? '?'}); training stops rather than score them 0. Fix the target or env and resume with the same command`);
       group = kept.map((i) => group[i]!);
-      const deltas = kept.map((i) => (rewards.results[i] as { ok: true; reward: RewardResult }).reward.delta);
-      const valid = kept.filter((i) => (rewards.results[i] as { ok: true; reward: RewardResult }).reward.valid).length;
       const tU = performance.now();
       const upd = await learner.grpoStep(
         {
