@@ -9,7 +9,7 @@ import { listTasks } from '../../envs/registry.ts';
 import { canonicalJson, type EpisodeRecord } from '../../harness/index.ts';
 import { startNode, stopAll, type Proc } from './processes.ts';
 
-const episodes = listTasks('alfworld').slice(0, 16).map((taskId) => ({ taskId, seed: 4 }));
+const episodes = listTasks('alfworld').slice(0, 24).map((taskId) => ({ taskId, seed: 4 }));
 const target = 'sim/llama-3b';
 
 let reference: EpisodeRecord[];
@@ -74,7 +74,7 @@ test.serial('replies - short, replayed and mismatched forged replies are typed e
     await withForger(s.server.url, 'rep1', 3, (c, n) => forges[n % forges.length]!(c, n), async (seen) => {
       const logs: string[] = [];
       const r = await rollout(s.cluster, { env: 'alfworld', target, episodes }, { cache: null, chunk: 8, log: (l) => logs.push(l) });
-      t.is(seen(), 3, 'the rogue answered three requests');
+      t.is(seen(), 3, 'the rogue answered three requests (there are at least three: three chunks)');
       // a forged reply that lost the race to the actor's is ignored as late; each one that won was caught
       t.true(r.stats.resent >= 1, `chunks sent again: ${r.stats.resent}`);
       t.is(logs.filter((l) => /has 1 records for a chunk of 8|record \d+ of a reply is alfworld|a reply for chunk not-this-chunk came for chunk/.test(l)).length, r.stats.resent, logs.join('\n'));
