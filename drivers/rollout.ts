@@ -114,6 +114,11 @@ export function checkReply(reply: { records: readonly EpisodeRecord[]; chunkId?:
   return [...reply.records];
 }
 
+/** target settings when there are any (none and `{}` are the same: no key, no name part) */
+function givenOptions(o: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  return o && Object.keys(o).length > 0 ? o : undefined;
+}
+
 function shortHash(s: string): string {
   return createHash('sha256').update(s).digest('hex').slice(0, 10);
 }
@@ -125,7 +130,7 @@ function shortHash(s: string): string {
  */
 export async function targetGroup(cluster: Cluster, target: string, opts: { replicas?: number; envThreads?: number; concurrency?: number; envActor?: ActorRef; targetOptions?: Record<string, unknown> } = {}): Promise<Handle<typeof TargetActor.def.protocol>> {
   const envThreads = opts.envThreads ?? 0;
-  const to = opts.targetOptions && Object.keys(opts.targetOptions).length > 0 ? opts.targetOptions : undefined;
+  const to = givenOptions(opts.targetOptions);
   const name = `tgt-${shortHash(`${target}|${opts.envActor?.actorId ?? ''}|${to ? canonicalJson(to) : ''}`)}-t${envThreads}-c${opts.concurrency ?? 16}-r${opts.replicas ?? 1}-${cluster.clientId}`;
   return cluster.spawn(TargetActor.options({ name, replicas: opts.replicas ?? 1, maxRestarts: -1, maxConcurrency: 4, maxPending: 4096 }), { target, envThreads, concurrency: opts.concurrency ?? 16, ...(opts.envActor ? { envActor: opts.envActor } : {}), ...(to ? { targetOptions: to } : {}) });
 }
@@ -153,7 +158,7 @@ function keysOf(spec: RolloutSpec, patch: ParsedPatch | null): { keys: EpisodeKe
   const envOptions = Object.fromEntries(Object.entries(spec.envOptions ?? {}).filter(([, v]) => v !== undefined));
   // a SIMULATED target's behaviour is code: its version is part of what decides the episode
   const target = spec.target.startsWith('sim/') ? `${spec.target}@${SIM_VERSION}` : spec.target.startsWith('lm/') ? `${spec.target}@${lmHash(spec.target.slice(3))}` : spec.target;
-  const to = spec.targetOptions && Object.keys(spec.targetOptions).length > 0 ? spec.targetOptions : undefined;
+  const to = givenOptions(spec.targetOptions);
   // the backend's settings decide the episode too; absent when none (so older keys stay valid)
   const keys = spec.episodes.map((e) => ({ env: spec.env, taskId: e.taskId, seed: e.seed, target, patch: ph, harness: hv, envOptions, ...(to ? { targetOptions: to } : {}) }));
   return { keys, hashes: keys.map(episodeKey), patchHash: ph, harness: hv };

@@ -140,12 +140,8 @@ export class ExpRun {
   }
 
   /** Roll `patch` (a ParsedPatch, used as it is; any patch-shaped value, validated in the rollout; or null) out on `episodes`. */
+  /** Roll `patch` out on `episodes`; lost chunks are re-sent and infra errors re-run inside rollout(), what still fails stops the run. */
   async roll(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
-    // lost chunks are re-sent and infra errors re-run inside rollout(); what still fails stops the run
-    return this.rollOnce(env, target, patch, episodes);
-  }
-
-  private async rollOnce(env: string, target: string, patch: unknown, episodes: readonly EpisodeRef[]): Promise<EpisodeRecord[]> {
     const to = this.targetOptions.get(target);
     const r = await rollout(this.cluster, { env, target, patch, episodes: [...episodes], envOptions: envOptionsFor(env, episodes, this.envOptions), ...(to ? { targetOptions: { ...to } } : {}) }, {
       cache: this.run.cache,

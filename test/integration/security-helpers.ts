@@ -2,6 +2,7 @@
  * Helpers of the TLS, permissions and signals tests: a throw-away PKI made with openssl, the
  * processes alive on the machine, polling.
  */
+import { descendantPids } from '../../cluster/signals.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,23 +61,9 @@ export function processesMentioning(needle: string): string[] {
     .map((l) => l.replace(/^(\d+)\s+\S+\s+/, '$1 '));
 }
 
-/** The live descendants of `pid` (children, their children, …), from ps -eo pid,ppid,stat. */
+/** The live descendants of `pid` (children, their children, …), zombies left out. */
 export function descendantsOf(pid: number): number[] {
-  const r = spawnSync('ps', ['-eo', 'pid=,ppid=,stat='], { encoding: 'utf8' });
-  const kids = new Map<number, number[]>();
-  for (const l of r.stdout.split('\n')) {
-    const [p, pp, st] = l.trim().split(/\s+/);
-    if (!p || !pp || st?.startsWith('Z') || Number(p) === r.pid) continue;
-    kids.set(Number(pp), [...(kids.get(Number(pp)) ?? []), Number(p)]);
-  }
-  const out: number[] = [];
-  const queue = [...(kids.get(pid) ?? [])];
-  while (queue.length) {
-    const p = queue.shift()!;
-    out.push(p);
-    queue.push(...(kids.get(p) ?? []));
-  }
-  return out;
+  return descendantPids(pid);
 }
 
 /** Whether a process with that pid is alive (not a zombie). */

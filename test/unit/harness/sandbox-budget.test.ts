@@ -1,13 +1,13 @@
 import test from 'ava';
 import { loadGames, alfworldEnv } from '../../../envs/alfworld/index.ts';
-import { CodeSandbox, RegexSandbox, DEFAULT_FUEL_TICKS, DEFAULT_SMOKE_GAME, baseHarness, composeHarness, expertModel, isInfraStatus, runEpisode } from '../../../harness/index.ts';
+import { CodeSandbox, RegexSandbox, DEFAULT_SMOKE_GAME, baseHarness, composeHarness, expertModel, isInfraStatus, runEpisode } from '../../../harness/index.ts';
 
 const env = alfworldEnv(loadGames().get(DEFAULT_SMOKE_GAME));
 const code = (hook: string, source: string) => ({ code: [{ name: 'h', hook, source: `function hook(ctx, nb) { ${source} }` }] });
 
 test('budget - a runaway hook runs out of fuel at the same poll count whatever the wall clock allows', async (t) => {
-  // the same endless loop, counting its iterations in the notebook before each poll
-  const src = 'function hook(ctx, nb) { let i = 0; try { for (;;) { i++; nb.i = i; } } finally { nb.i = i; } }';
+  // the same endless loop under a short and a long guard: the fuel stops it first both times
+  const src = 'function hook(ctx, nb) { let i = 0; for (;;) { i++; } }';
   const outs: unknown[] = [];
   for (const wallGuardMs of [2_000, 60_000]) {
     const r = await CodeSandbox.compile(src, { limits: { wallGuardMs } });
@@ -18,7 +18,6 @@ test('budget - a runaway hook runs out of fuel at the same poll count whatever t
     outs.push(o);
   }
   t.deepEqual(outs[0], outs[1], 'the verdict does not depend on the wall-clock guard');
-  t.true(DEFAULT_FUEL_TICKS > 0);
 });
 
 test('budget - the wall-clock guard firing is an infra error (sandbox_error), never a hook timeout', async (t) => {
