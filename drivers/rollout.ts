@@ -14,7 +14,7 @@ import { shutdownInProgress } from '../cluster/signals.ts';
 import { baseHarness, canonicalJson, composeHarness, harnessVersion, isInfraStatus, parsedPatch, type EpisodeRecord, type ParsedPatch } from '../harness/index.ts';
 import { episodeKey, type EpisodeCache, type EpisodeKey } from './episode-cache.ts';
 import { envDescriptor, type EnvOptions } from '../envs/registry.ts';
-import { TargetActor, wirePatch, type EpisodeRef } from '../actors/target.ts';
+import { DEFAULT_EPISODE_CONCURRENCY, TargetActor, wirePatch, type EpisodeRef } from '../actors/target.ts';
 import { SIM_VERSION } from '../policies/targets/sim/sim.ts';
 import { resolveConfig } from '../policies/targets/lm/zoo.ts';
 
@@ -48,7 +48,7 @@ export interface RolloutOptions {
   envActors?: number;
   /** worker threads per EnvActor. @default 2 */
   envActorThreads?: number;
-  /** episodes each actor runs at once. @default 16 */
+  /** episodes each actor runs at once. @default 16, or the target settings' `concurrency` when larger */
   concurrency?: number;
   /** null = no cache */
   cache?: EpisodeCache | null;
@@ -201,7 +201,10 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
   if (todo.length > 0) {
     const replicas = opts.replicas ?? 1;
     const envActor = (opts.envActors ?? 0) > 0 && envDescriptor(spec.env).pooled ? (await envGroup(cluster, spec.env, opts.envActors!, opts.envActorThreads ?? 2)).ref : undefined;
-    const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency: opts.concurrency ?? 16, ...(envActor ? { envActor } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) });
+    // an endpoint with more request slots than the default gets enough episodes in flight to fill them
+    const slots = spec.targetOptions?.concurrency;
+    const concurrency = opts.concurrency ?? (typeof slots === 'number' && slots > DEFAULT_EPISODE_CONCURRENCY ? slots : DEFAULT_EPISODE_CONCURRENCY);
+    const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency, ...(envActor ? { envActor } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) });
     const size = opts.chunk ?? 8;
     const window = Math.max(1, replicas * (opts.window ?? 2));
     const retries = opts.retries ?? 5;

@@ -3,7 +3,6 @@ import cliProgress from 'cli-progress';
 import { Hr1Error } from '../../cluster/errors.ts';
 import { EpisodeCache, DEFAULT_CACHE_PATH, rollout, summarizeRecords } from '../../drivers/index.ts';
 import { envDescriptor, listTasks, type EnvOptions } from '../../envs/registry.ts';
-import { DEFAULT_EPISODE_CONCURRENCY } from '../../actors/target.ts';
 import { describeTargetOptions, isDefaultTargetOptions, resolveTargetOptions, type TargetOptions } from '../../policies/targets/options.ts';
 import { targetFlagsOf } from '../cli/options.ts';
 import { BASELINES, BASELINE_NAMES, type BaselineName } from '../../policies/targets/baselines.ts';
@@ -142,8 +141,6 @@ export async function runEval(o: EvalOptions): Promise<void> {
       cache,
       replicas: o.replicas,
       envThreads: o.envThreads,
-      // enough episodes in flight per actor to fill the endpoint's request slots
-      ...(settings?.concurrency !== undefined && settings.concurrency > DEFAULT_EPISODE_CONCURRENCY ? { concurrency: settings.concurrency } : {}),
       onProgress: (p) => bar?.update(p.done, { cached: p.cached }),
       log,
     });

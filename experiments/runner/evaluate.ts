@@ -8,7 +8,7 @@ import type { Cluster } from '../../cluster/client.ts';
 import { Rng } from '../../cluster/rng.ts';
 import { envDescriptor, envNames, isEnvName, listTasks, type EnvMetric, type EnvOptions, type EnvSplits } from '../../envs/registry.ts';
 import { makeBatches, rollout } from '../../drivers/index.ts';
-import { DEFAULT_EPISODE_CONCURRENCY, type EpisodeRef } from '../../actors/index.ts';
+import type { EpisodeRef } from '../../actors/index.ts';
 import { isInfraStatus, parsedPatch, type EpisodeRecord } from '../../harness/index.ts';
 import { extractPacket, packetHash, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
@@ -147,8 +147,6 @@ export class ExpRun {
       cache: this.run.cache,
       replicas: this.rolloutSettings.replicas,
       chunk: this.rolloutSettings.chunk,
-      // enough episodes in flight per actor to fill the endpoint's request slots
-      ...(to?.concurrency !== undefined && to.concurrency > DEFAULT_EPISODE_CONCURRENCY ? { concurrency: to.concurrency } : {}),
       onProgress: (p) => this.progress.episodes(p.done, p.total, p.cached),
       log: (l) => this.progress.log(l),
     });

@@ -122,6 +122,24 @@ test('target options - rollout: the same settings are served from the cache; a c
   t.false('temperature' in srv.bodies.at(-1)!, 'nothing set: no temperature sent');
 });
 
+test('target options - an endpoint concurrency above the default runs that many episodes at once on the actor; below it, the default', async (t) => {
+  const srv = await scripted(t, () => ({ message: { content: ANSWER } }));
+  const target = `openai:${srv.url}#m`;
+  const rt = await init({ inProcess: true });
+  t.teardown(() => rt.shutdown());
+  const actorConcurrency = async () => {
+    const names = (await rt.cluster.status(300)).flatMap((h) => h.actors.filter((a) => a.cls === 'TargetActor').map((a) => a.actorId));
+    return names.map((n) => /-c(\d+)-/.exec(n)?.[1]).map(Number).sort((x, y) => x - y);
+  };
+  await rollout(rt.cluster, { env: 'dbbench', target, episodes, targetOptions: { ...resolveTargetOptions(target, { concurrency: 32 }) } }, { cache: null });
+  t.deepEqual(await actorConcurrency(), [32]);
+  await rollout(rt.cluster, { env: 'dbbench', target, episodes, targetOptions: { ...resolveTargetOptions(target, { concurrency: 4 }) } }, { cache: null });
+  t.deepEqual(await actorConcurrency(), [16, 32]);
+  // an explicit rollout option wins
+  await rollout(rt.cluster, { env: 'dbbench', target, episodes, targetOptions: { ...resolveTargetOptions(target, { concurrency: 32 }) } }, { cache: null, concurrency: 8 });
+  t.deepEqual(await actorConcurrency(), [8, 16, 32]);
+});
+
 test('target options - reasoning blocks and reasoning_content are stripped before the action is parsed (by default); --no-strip-reasoning keeps them', async (t) => {
   // the first decision thinks about an operation, then answers; later decisions answer
   const think = `<think>Maybe look first:\n${OPERATION}\n</think>\n${ANSWER}`;
