@@ -17,7 +17,7 @@ export type LearnerErrorCode =
   | 'NO_OBJECT_STORE';
 
 /** Codes of {@link SamplerError}. */
-export type SamplerErrorCode = 'SAMPLER_MODEL' | 'SAMPLER_INPUT' | 'SAMPLER_GRAMMAR';
+export type SamplerErrorCode = 'SAMPLER_MODEL' | 'SAMPLER_INPUT' | 'SAMPLER_GRAMMAR' | 'SAMPLER_RUN' | 'SAMPLER_CLOSED';
 
 /** The apt packages the learner needs on Debian 12 (no PyPI). */
 export const LEARNER_APT_PACKAGES = ['python3-torch', 'python3-onnx', 'python3-numpy', 'python3-msgpack', 'libopenblas0-pthread'] as const;

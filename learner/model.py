@@ -74,9 +74,31 @@ class Block(nn.Module):
         x = x + self.drop(self.fc2(F.gelu(self.fc1(self.ln2(x)))))
         return x
 
+    def decode(self, x, past_k, past_v, past_mask, self_mask):
+        """New tokens x [B, T, D] after a cache of L positions: keys past_k [B, H, Dh, L] (stored
+        transposed, so q·K needs no transpose), values past_v [B, H, L, Dh]; past_mask [B, 1, 1, L]
+        hides the cache slots a row has not filled, self_mask [T, T] is causal over the new tokens.
+        Returns x and the new tokens' keys [B, H, Dh, T] and values [B, H, T, Dh]."""
+        b, t, d = x.shape
+        h = self.n_heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q = q.reshape(b, t, h, d // h).transpose(1, 2)
+        kt = k.reshape(b, t, h, d // h).permute(0, 2, 3, 1)
+        v = v.reshape(b, t, h, d // h).transpose(1, 2)
+        s_past = torch.matmul(q, past_k) * self.scale + past_mask
+        s_self = torch.matmul(q, kt) * self.scale + self_mask
+        n_past = past_k.shape[3]
+        att = torch.softmax(torch.cat([s_past, s_self], dim=-1), dim=-1)
+        y = torch.matmul(att[..., :n_past], past_v) + torch.matmul(att[..., n_past:], v)
+        y = y.transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+        return x, kt, v
+
 
 class Engineer(nn.Module):
-    """input_ids [B, T] (int64) -> logits [B, T, V] (float32)."""
+    """input_ids [B, T] (int64) -> logits [B, T, V] (float32); decode() is the same model with a
+    key/value cache (what the exported decode graph runs)."""
 
     def __init__(self, c: ModelConfig):
         super().__init__()
@@ -114,5 +136,43 @@ class Engineer(nn.Module):
     def forward(self, input_ids):
         return self.head(self.hidden(input_ids))
 
+    def decode(self, input_ids, pos, logit_pos, past_k, past_v):
+        """Incremental decoding: input_ids [B, T] at positions pos[b] + 0..T-1, after each row's
+        first pos[b] cached positions (past_k[i] [B, H, Dh, L], past_v[i] [B, H, L, Dh] per layer;
+        slots at or past pos[b] are ignored). Returns logits [N, V] at the new tokens listed in
+        logit_pos [N] (indices into the flattened [B * T] positions: row b, token j is b * T + j),
+        and per layer the new tokens' keys [B, H, Dh, T] and values [B, H, T, Dh].
+        A prefill is L = 0 (or any L with pos = 0); a decoding step is T = 1."""
+        t = input_ids.shape[1]
+        n_past = past_k[0].shape[3]
+        positions = pos.unsqueeze(1) + torch.arange(t, device=input_ids.device).unsqueeze(0)
+        x = self.tok(input_ids) + self.pos(positions)
+        slots = torch.arange(n_past, device=input_ids.device).unsqueeze(0)
+        past_mask = torch.where(slots < pos.unsqueeze(1), torch.zeros((), device=x.device), torch.full((), -1e9, device=x.device))
+        past_mask = past_mask.unsqueeze(1).unsqueeze(1)
+        self_mask = self.causal[:t, :t]
+        ks, vs = [], []
+        for blk, pk, pv in zip(self.blocks, past_k, past_v):
+            x, k, v = blk.decode(x, pk, pv, past_mask, self_mask)
+            ks.append(k)
+            vs.append(v)
+        h = self.ln_f(x)
+        h = h.reshape(-1, h.shape[2]).index_select(0, logit_pos)
+        return self.head(h), ks, vs
+
     def num_params(self):
         return sum(p.numel() for p in self.parameters())
+
+
+class DecodeGraph(nn.Module):
+    """The exported decode graph's signature: flat inputs input_ids, pos, logit_pos, past_k_0..,
+    past_v_0..; flat outputs logits, k_0.., v_0.. (see Engineer.decode)."""
+
+    def __init__(self, model: Engineer):
+        super().__init__()
+        self.model = model
+        self.n = len(model.blocks)
+
+    def forward(self, input_ids, pos, logit_pos, *past):
+        logits, ks, vs = self.model.decode(input_ids, pos, logit_pos, list(past[: self.n]), list(past[self.n :]))
+        return (logits, *ks, *vs)

@@ -2,11 +2,21 @@
  * The engineer in onnxruntime-node: load an exported model, compute per-token log-probs, and
  * sample K completions per prompt with temperature, top-p, a seeded RNG and an optional
  * grammar constraint. Pure of the cluster; actors/sampler.ts wraps it in an actor.
+ *
+ * A decode graph (the export op's default) samples through the decision batcher
+ * (learner/batcher.ts): each prompt is prefilled once and its K rows step together with every
+ * other row in flight, one graph call per token for all of them. A full graph (exported before
+ * the cache) samples the old way, {@link sampleFull}: one forward over the whole window per token.
+ * Both give a prompt's samples from the same RNG draws in the same order.
  */
 import { readFile } from 'node:fs/promises';
-import * as ort from 'onnxruntime-node';
 import { Rng } from '../cluster/rng.ts';
+import { DecodeBatcher, type BatcherOptions } from './batcher.ts';
 import { SamplerError } from './errors.ts';
+import { Graph } from './graph.ts';
+import { logSoftmaxAt, pick } from './sampling.ts';
+
+export { logSoftmaxAt, pick } from './sampling.ts';
 
 /**
  * Allowed next ids after `prefix` (the completion so far; `prompt` for context), or null for
@@ -53,7 +63,12 @@ export interface EngineerMeta {
   eosId: number;
   /** longest prompt + completion the model was exported for */
   maxLen: number;
+  /** checked against the file when given */
+  vocabSize?: number;
 }
+
+/** How a decode graph is batched (learner/batcher.ts); a full graph ignores it. */
+export type DecodeOptions = Omit<BatcherOptions, 'eosId'>;
 
 /**
  * An exported engineer loaded in onnxruntime-node.
@@ -64,43 +79,35 @@ export interface EngineerMeta {
  */
 export class OnnxEngineer {
   private constructor(
-    private readonly session: ort.InferenceSession,
+    readonly graph: Graph,
     readonly meta: EngineerMeta,
+    /** null for a full graph */
+    readonly batcher: DecodeBatcher | null,
   ) {}
 
-  static async fromBytes(bytes: Uint8Array, meta: EngineerMeta): Promise<OnnxEngineer> {
-    try {
-      // intraOpNumThreads is left out on purpose: setting it to undefined throws in onnxruntime-node
-      const session = await ort.InferenceSession.create(bytes, { graphOptimizationLevel: 'all' });
-      if (!session.inputNames.includes('input_ids') || !session.outputNames.includes('logits')) throw new Error(`inputs ${session.inputNames.join(',')} / outputs ${session.outputNames.join(',')}; expected input_ids → logits`);
-      return new OnnxEngineer(session, meta);
-    } catch (e) {
-      if (e instanceof SamplerError) throw e;
-      throw new SamplerError('SAMPLER_MODEL', `cannot load the engineer ONNX model (${bytes.byteLength} bytes): ${(e as Error).message}; export it with the learner's export op`, { cause: e });
-    }
+  static async fromBytes(bytes: Uint8Array, meta: EngineerMeta, o: DecodeOptions = {}): Promise<OnnxEngineer> {
+    const graph = await Graph.load(bytes, { maxLen: meta.maxLen, ...(meta.vocabSize !== undefined ? { vocabSize: meta.vocabSize } : {}) }, 'the engineer ONNX model');
+    return new OnnxEngineer(graph, meta, graph.kind === 'decode' ? new DecodeBatcher(graph, { ...o, eosId: meta.eosId }) : null);
   }
 
-  static async fromPath(path: string, meta: EngineerMeta): Promise<OnnxEngineer> {
+  static async fromPath(path: string, meta: EngineerMeta, o: DecodeOptions = {}): Promise<OnnxEngineer> {
     let bytes: Uint8Array;
     try {
       bytes = await readFile(path);
     } catch (e) {
       throw new SamplerError('SAMPLER_MODEL', `cannot read the engineer ONNX model at ${path}: ${(e as Error).message}`, { cause: e, data: { path } });
     }
-    return OnnxEngineer.fromBytes(bytes, meta);
+    return OnnxEngineer.fromBytes(bytes, meta, o);
+  }
+
+  /** 'decode' (a cache, batched) or 'full' (an old export: one forward per token) */
+  get kind(): 'decode' | 'full' {
+    return this.graph.kind;
   }
 
   /** Logits for equal-length rows: [B, T, V] flattened, with V. */
-  async logits(rows: readonly (readonly number[])[]): Promise<{ data: Float32Array; t: number; v: number }> {
-    const t = rows[0]?.length ?? 0;
-    if (t === 0 || rows.some((r) => r.length !== t)) throw new SamplerError('SAMPLER_INPUT', 'logits() needs non-empty rows of equal length');
-    if (t > this.meta.maxLen) throw new SamplerError('SAMPLER_INPUT', `a row of ${t} tokens is longer than the model's maxLen ${this.meta.maxLen}`);
-    const ids = new BigInt64Array(rows.length * t);
-    rows.forEach((r, i) => r.forEach((x, j) => (ids[i * t + j] = BigInt(x))));
-    const out = await this.session.run({ input_ids: new ort.Tensor('int64', ids, [rows.length, t]) });
-    const logits = out['logits']!;
-    const v = logits.dims[2]!;
-    return { data: logits.data as Float32Array, t, v };
+  logits(rows: readonly (readonly number[])[]): Promise<{ data: Float32Array; t: number; v: number }> {
+    return this.graph.logits(rows);
   }
 
   /** Per-token log-probs of each completion after its prompt (as the learner's logprobs op). */
@@ -122,80 +129,73 @@ export class OnnxEngineer {
 
   /** K completions per prompt; results per prompt in input order, deterministic for a seed. */
   async sample(prompts: readonly (readonly number[])[], o: SampleOptions = {}): Promise<Completion[][]> {
-    const k = o.k ?? DEFAULT_K;
-    const temperature = o.temperature ?? DEFAULT_TEMPERATURE;
-    const topP = o.topP ?? DEFAULT_TOP_P;
-    const maxNew = o.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS;
-    const constraint = o.constraint ?? unconstrained;
-    if (!Number.isInteger(k) || k < 1) throw new SamplerError('SAMPLER_INPUT', `options.k must be a positive integer, got ${k}`);
-    if (!(temperature >= 0)) throw new SamplerError('SAMPLER_INPUT', `options.temperature must be ≥ 0, got ${temperature}`);
-    if (!(topP > 0 && topP <= 1)) throw new SamplerError('SAMPLER_INPUT', `options.topP must be in (0, 1], got ${topP}`);
-    const root = new Rng(o.seed ?? 0);
-    const result: Completion[][] = [];
-    for (let pi = 0; pi < prompts.length; pi++) {
-      const prompt = prompts[pi]!;
+    const r = resolveSample(o);
+    prompts.forEach((prompt, pi) => {
       if (prompt.length === 0) throw new SamplerError('SAMPLER_INPUT', `prompt ${pi} is empty; start it with BOS`);
       if (prompt.length >= this.meta.maxLen) throw new SamplerError('SAMPLER_INPUT', `prompt ${pi} has ${prompt.length} tokens; the model takes at most ${this.meta.maxLen} in all, so nothing can be generated`);
-      const rng = root.fork(pi);
-      const rows: Completion[] = Array.from({ length: k }, () => ({ ids: [], logprobs: [], finished: false }));
-      for (let step = 0; step < maxNew && prompt.length + step < this.meta.maxLen; step++) {
-        const active = rows.filter((r) => !r.finished);
-        if (active.length === 0) break;
-        // rows of one prompt grow together, so the active ones always have equal length
-        const { data, t, v } = await this.logits(active.map((r) => [...prompt, ...r.ids]));
-        active.forEach((r, ai) => {
-          const off = (ai * t + t - 1) * v;
-          const allowed = constraint(r.ids, prompt);
-          const tok = pick(data, off, v, temperature, topP, allowed, rng);
-          r.ids.push(tok);
-          r.logprobs.push(logSoftmaxAt(data, off, v, temperature === 0 ? 1 : temperature, tok));
-          if (tok === this.meta.eosId) r.finished = true;
-        });
-      }
-      result.push(rows);
-    }
-    return result;
+    });
+    const root = new Rng(o.seed ?? 0);
+    if (!this.batcher) return sampleFull(this.graph, this.meta, prompts, r, root);
+    const b = this.batcher;
+    return Promise.all(prompts.map((prompt, pi) => b.decode({ prompt, k: r.k, rng: root.fork(pi), temperature: r.temperature, topP: r.topP, maxNewTokens: r.maxNew, constraint: r.constraint })));
   }
 
   async release(): Promise<void> {
-    await this.session.release();
+    this.batcher?.close();
+    await this.graph.release();
   }
 }
 
-/** log softmax(logits[off..off+v] / temperature)[tok], in float64. */
-export function logSoftmaxAt(data: Float32Array, off: number, v: number, temperature: number, tok: number): number {
-  let max = -Infinity;
-  for (let j = 0; j < v; j++) max = Math.max(max, data[off + j]! / temperature);
-  let s = 0;
-  for (let j = 0; j < v; j++) s += Math.exp(data[off + j]! / temperature - max);
-  return data[off + tok]! / temperature - max - Math.log(s);
+interface Resolved {
+  k: number;
+  temperature: number;
+  topP: number;
+  maxNew: number;
+  constraint: GrammarConstraint;
 }
 
-/** Sample one id: grammar mask, then temperature, then top-p (ties broken by id), then the RNG. */
-export function pick(data: Float32Array, off: number, v: number, temperature: number, topP: number, allowed: readonly number[] | null, rng: Rng): number {
-  const ids = allowed ? [...new Set(allowed)].filter((x) => Number.isInteger(x) && x >= 0 && x < v) : Array.from({ length: v }, (_, j) => j);
-  if (ids.length === 0) throw new SamplerError('SAMPLER_GRAMMAR', `the grammar constraint allowed no valid next id (it returned ${JSON.stringify(allowed)} for a vocabulary of ${v})`);
-  if (temperature === 0) {
-    let best = ids[0]!;
-    for (const j of ids) if (data[off + j]! > data[off + best]!) best = j;
-    return best;
+function resolveSample(o: SampleOptions): Resolved {
+  const k = o.k ?? DEFAULT_K;
+  const temperature = o.temperature ?? DEFAULT_TEMPERATURE;
+  const topP = o.topP ?? DEFAULT_TOP_P;
+  const maxNew = o.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS;
+  if (!Number.isInteger(k) || k < 1) throw new SamplerError('SAMPLER_INPUT', `options.k must be a positive integer, got ${k}`);
+  if (!(temperature >= 0)) throw new SamplerError('SAMPLER_INPUT', `options.temperature must be ≥ 0, got ${temperature}`);
+  if (!(topP > 0 && topP <= 1)) throw new SamplerError('SAMPLER_INPUT', `options.topP must be in (0, 1], got ${topP}`);
+  if (!Number.isInteger(maxNew) || maxNew < 1) throw new SamplerError('SAMPLER_INPUT', `options.maxNewTokens must be a positive integer, got ${maxNew}`);
+  return { k, temperature, topP, maxNew, constraint: o.constraint ?? unconstrained };
+}
+
+/**
+ * The path before the cache: one forward over the whole window per token, a prompt's active rows
+ * as one batch. What a full graph samples with, and the baseline `hr1 bench lm` measures against.
+ */
+export async function sampleFull(graph: Graph, meta: EngineerMeta, prompts: readonly (readonly number[])[], r: Resolved, root: Rng): Promise<Completion[][]> {
+  const result: Completion[][] = [];
+  for (let pi = 0; pi < prompts.length; pi++) {
+    const prompt = prompts[pi]!;
+    const rng = root.fork(pi);
+    const rows: Completion[] = Array.from({ length: r.k }, () => ({ ids: [], logprobs: [], finished: false }));
+    for (let step = 0; step < r.maxNew && prompt.length + step < meta.maxLen; step++) {
+      const active = rows.filter((x) => !x.finished);
+      if (active.length === 0) break;
+      // rows of one prompt grow together, so the active ones always have equal length
+      const { data, t, v } = await graph.logits(active.map((x) => [...prompt, ...x.ids]));
+      active.forEach((x, ai) => {
+        const off = (ai * t + t - 1) * v;
+        const allowed = r.constraint(x.ids, prompt);
+        const tok = pick(data, off, v, r.temperature, r.topP, allowed, rng);
+        x.ids.push(tok);
+        x.logprobs.push(logSoftmaxAt(data, off, v, r.temperature === 0 ? 1 : r.temperature, tok));
+        if (tok === meta.eosId) x.finished = true;
+      });
+    }
+    result.push(rows);
   }
-  let max = -Infinity;
-  for (const j of ids) max = Math.max(max, data[off + j]! / temperature);
-  const p = ids.map((j) => Math.exp(data[off + j]! / temperature - max));
-  const z = p.reduce((a, b) => a + b, 0);
-  const order = ids.map((_, i) => i).sort((a, b) => p[b]! - p[a]! || ids[a]! - ids[b]!);
-  const kept: number[] = [];
-  let mass = 0;
-  for (const i of order) {
-    kept.push(i);
-    mass += p[i]! / z;
-    if (mass >= topP) break;
-  }
-  let u = rng.next() * kept.reduce((a, i) => a + p[i]!, 0);
-  for (const i of kept) {
-    u -= p[i]!;
-    if (u < 0) return ids[i]!;
-  }
-  return ids[kept[kept.length - 1]!]!;
+  return result;
+}
+
+/** {@link sampleFull} with SampleOptions (the benchmark's baseline and the parity tests). */
+export function sampleFullPath(graph: Graph, meta: EngineerMeta, prompts: readonly (readonly number[])[], o: SampleOptions = {}): Promise<Completion[][]> {
+  return sampleFull(graph, meta, prompts, resolveSample(o), new Rng(o.seed ?? 0));
 }

@@ -378,8 +378,12 @@ export class LearnerProcess {
   grpoMath(a: GrpoInput): Promise<{ advantages: number[]; ratio: number[][]; perTokenLoss: number[][]; pgLoss: number; clipFrac: number; dualClipFrac: number; kl: number; loss: number }> {
     return this.call('grpo_math', a);
   }
-  /** ONNX (opset 17): input_ids [B, T] int64 → logits [B, T, V] float32, both axes dynamic. */
-  export(a: { path: string; opset?: number }): Promise<FileResult & { opset: number }> {
+  /**
+   * ONNX (opset 17). graph 'decode' (the default): the key/value-cache graph learner/graph.ts
+   * runs (input_ids, pos, logit_pos, past_k_i, past_v_i → logits, k_i, v_i); 'full': input_ids
+   * [B, T] int64 → logits [B, T, V] float32 at every position (the path before the cache).
+   */
+  export(a: { path: string; opset?: number; graph?: 'decode' | 'full' }): Promise<FileResult & { opset: number; graph: 'decode' | 'full' }> {
     return this.call('export', a);
   }
   save(a: { path: string }): Promise<FileResult> {

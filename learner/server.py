@@ -29,9 +29,11 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grpo  # noqa: E402
-from model import Engineer, ModelConfig  # noqa: E402
+from model import DecodeGraph, Engineer, ModelConfig  # noqa: E402
 
 PROTOCOL_VERSION = 1
+# bumped when the decode graph's inputs, outputs or numerics change (learner/onnx.ts checks it)
+DECODE_GRAPH_VERSION = 1
 MAX_FRAME = 1 << 30
 
 # the protocol owns stdout; anything a library prints goes to stderr
@@ -307,24 +309,56 @@ class Learner:
         )
 
     def op_export(self, a):
+        """Write the model as ONNX. graph 'decode' (the default): the incremental graph with a
+        key/value cache (Engineer.decode; inputs input_ids, pos, logit_pos, past_k_i, past_v_i;
+        outputs logits, k_i, v_i). graph 'full': input_ids -> logits at every position, with no
+        cache (the path before the cache; benchmarks compare against it)."""
         self.need_model()
         path = a.get("path")
         if not isinstance(path, str) or not path:
             raise RequestError("args.path must be a file path for the .onnx file")
+        graph = a.get("graph", "decode")
+        if graph not in ("decode", "full"):
+            raise RequestError(f"args.graph must be 'decode' or 'full', got {graph!r}")
         opset = int(a.get("opset", 17))
         t0 = time.perf_counter()
         self.model.eval()
-        t = min(8, self.config.max_len)
-        dummy = torch.full((1, t), self.config.bos_id, dtype=torch.long, device=self.device)
+        c = self.config
         tmp = path + ".tmp"
         with torch.no_grad():
-            torch.onnx.export(
-                self.model, (dummy,), tmp, input_names=["input_ids"], output_names=["logits"],
-                dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}},
-                opset_version=opset, do_constant_folding=True,
-            )
+            if graph == "full":
+                t = min(8, c.max_len)
+                dummy = torch.full((1, t), c.bos_id, dtype=torch.long, device=self.device)
+                torch.onnx.export(
+                    self.model, (dummy,), tmp, input_names=["input_ids"], output_names=["logits"],
+                    dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}},
+                    opset_version=opset, do_constant_folding=True,
+                )
+            else:
+                n, h, dh = c.n_layers, c.n_heads, c.d_model // c.n_heads
+                b, t, past = 2, 3, 4
+                ids = torch.full((b, t), c.bos_id, dtype=torch.long, device=self.device)
+                pos = torch.tensor([1, 2], dtype=torch.long, device=self.device)
+                logit_pos = torch.tensor([t - 1], dtype=torch.long, device=self.device)
+                pk = [torch.zeros((b, h, dh, past), device=self.device) for _ in range(n)]
+                pv = [torch.zeros((b, h, past, dh), device=self.device) for _ in range(n)]
+                names_k = [f"past_k_{i}" for i in range(n)]
+                names_v = [f"past_v_{i}" for i in range(n)]
+                out_k = [f"k_{i}" for i in range(n)]
+                out_v = [f"v_{i}" for i in range(n)]
+                dyn = {"input_ids": {0: "batch", 1: "seq"}, "pos": {0: "batch"}, "logit_pos": {0: "n_logits"}, "logits": {0: "n_logits"}}
+                dyn.update({k: {0: "batch", 3: "past"} for k in names_k})
+                dyn.update({k: {0: "batch", 2: "past"} for k in names_v})
+                dyn.update({k: {0: "batch", 3: "seq"} for k in out_k})
+                dyn.update({k: {0: "batch", 2: "seq"} for k in out_v})
+                torch.onnx.export(
+                    DecodeGraph(self.model), (ids, pos, logit_pos, *pk, *pv), tmp,
+                    input_names=["input_ids", "pos", "logit_pos", *names_k, *names_v], output_names=["logits", *out_k, *out_v],
+                    dynamic_axes=dyn, opset_version=opset, do_constant_folding=True,
+                )
+            stamp_metadata(tmp, {"hr1_graph": graph, "hr1_decode_version": str(DECODE_GRAPH_VERSION), "vocab_size": c.vocab_size, "d_model": c.d_model, "n_layers": c.n_layers, "n_heads": c.n_heads, "max_len": c.max_len, "eos_id": c.eos_id})
         os.replace(tmp, path)
-        return {"path": path, "bytes": os.path.getsize(path), "opset": opset, "step": self.step, "ms": (time.perf_counter() - t0) * 1e3}
+        return {"path": path, "bytes": os.path.getsize(path), "opset": opset, "graph": graph, "step": self.step, "ms": (time.perf_counter() - t0) * 1e3}
 
     def op_save(self, a):
         self.need_model()
@@ -376,6 +410,18 @@ class Learner:
                 raise
             raise CheckpointError(f"checkpoint {path} is corrupt or does not fit: {type(e).__name__}: {e}") from e
         return self.op_info({})
+
+
+def stamp_metadata(path, props):
+    """Record what the graph is in the ONNX file's metadata_props (read back by learner/onnx.ts)."""
+    import onnx
+
+    m = onnx.load(path)
+    del m.metadata_props[:]
+    for k, v in props.items():
+        e = m.metadata_props.add()
+        e.key, e.value = k, str(v)
+    onnx.save(m, path)
 
 
 def read_exact(n):

@@ -4,6 +4,8 @@ import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';
  * editor, the engineer path, the bootstrap, rollouts, cluster), the run folder, the cluster, the
  * progress, and writing the report. Each experiment adds its own options and plan.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ENV_NAMES, envDescriptor, envNames, isEnvName } from '../../envs/registry.ts';
 import { z } from 'zod';
 import { init, type InitOptions } from '../../cluster/init.ts';
@@ -11,7 +13,8 @@ import type { Cluster } from '../../cluster/client.ts';
 import { parseTargetSpec } from '../../policies/targets/spec.ts';
 import { targetOptionsByTarget, type TargetOptions } from '../../policies/targets/options.ts';
 import { checkTarget } from '../commands/targets.ts';
-import { buildZoo, readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { buildZoo, modelDir, readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { isDecodeGraph } from '../../learner/onnx-meta.ts';
 import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts';
 import { ExpError } from '../runner/errors.ts';
 import { ExpRun, testTasks, type EvalRow } from '../runner/evaluate.ts';
@@ -219,9 +222,15 @@ export function requireTargetEnvs(target: string, envs: readonly string[], path:
  */
 export async function ensureLmTargets(targets: readonly string[], log: (line: string) => void): Promise<void> {
   const names = [...new Set(targets.map((t) => parseTargetSpec(t)).flatMap((t) => (t.kind === 'lm' ? [t.name] : [])))];
-  const missing = names.filter((n) => !readMeta(resolveConfig(n)));
+  // not built, or built before the decode graph (buildZoo re-exports those from their checkpoints)
+  const missing = names.filter((n) => {
+    const c = resolveConfig(n);
+    if (!readMeta(c)) return true;
+    const onnx = join(modelDir(c), 'model.onnx');
+    return existsSync(onnx) && !isDecodeGraph(readFileSync(onnx));
+  });
   if (!missing.length) return;
-  log(`building lm targets not in the zoo yet: ${missing.map((n) => `lm/${n}`).join(', ')} (hr1 zoo build; cached afterwards)`);
+  log(`building lm targets not in the zoo yet (or exported before the decode graph): ${missing.map((n) => `lm/${n}`).join(', ')} (hr1 zoo build; cached afterwards)`);
   await buildZoo({ only: missing, log });
 }
 

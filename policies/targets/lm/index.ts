@@ -19,6 +19,7 @@ export {
   ZOO,
   TINY_BUDGET,
   LM_TRAIN_VERSION,
+  LM_SERVING_VERSION,
   DEFAULT_ZOO_DIR,
   buildZoo,
   resolveConfig,

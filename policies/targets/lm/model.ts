@@ -2,17 +2,24 @@
  * `lm/<name>`: a zoo model served by onnxruntime-node behind the harness's Model interface.
  * The context builder turns the messages into a window, the model samples the action text
  * (seeded by the episode seed, the step and the context length), and the harness parses it.
+ *
+ * Decisions go through the decision batcher (learner/batcher.ts): the decisions of every
+ * episode in flight on this model (a TargetActor runs 16 at once) are prefilled together and
+ * decode one token per graph call for all of them, from a key/value cache. A decision's tokens
+ * are the ones it gets decoded alone, so batching changes speed, never an episode.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { hashString } from '../../../cluster/rng.ts';
+import { Rng, hashString } from '../../../cluster/rng.ts';
 import type { DecisionContext, Model } from '../../../harness/index.ts';
-import { OnnxEngineer } from '../../../learner/onnx.ts';
+import { DecodeBatcher, type BatcherStats } from '../../../learner/batcher.ts';
+import { SamplerError } from '../../../learner/errors.ts';
+import { Graph } from '../../../learner/graph.ts';
 import { buildContext } from './context.ts';
 import { fromSlots, slotMap, slotMessages, type SlotMap } from './slots.ts';
-import { LmNotBuiltError } from './errors.ts';
+import { LmNotBuiltError, LmTargetError } from './errors.ts';
 import { LmTokenizer } from './tokenizer.ts';
-import { modelDir, readMeta, resolveConfig, type LmMeta, type ResolvedConfig, type ZooConfig } from './zoo.ts';
+import { LM_SERVING_VERSION, modelDir, readMeta, resolveConfig, type LmMeta, type ResolvedConfig, type ZooConfig } from './zoo.ts';
 
 export interface LmModelOptions {
   /** zoo folder (see zooDir) */
@@ -23,7 +30,20 @@ export interface LmModelOptions {
   topP?: number;
   /** the config table. @default ZOO */
   zoo?: readonly ZooConfig[];
+  /** decisions decoded at once. @default HR1_LM_BATCH, else 32 (docs/LMTARGETS.md: how it was chosen) */
+  maxBatch?: number;
+  /** how long an idle model waits for more decisions before it starts. @default HR1_LM_GATHER_MS, else 1 (ms) */
+  gatherMs?: number;
 }
+
+
+const envNumber = (name: string): number | undefined => {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new LmTargetError('LM_BAD_OPTION', `${name}=${v} is not a number ≥ 0`, { data: { name, value: v } });
+  return n;
+};
 
 /** A loaded zoo model. */
 export interface LmModel extends Model {
@@ -31,6 +51,10 @@ export interface LmModel extends Model {
   readonly tokenizer: LmTokenizer;
   /** the prompt window the model would see for these messages */
   window(ctx: Pick<DecisionContext, 'messages'>): number[];
+  /** the decision batcher's counters (graph calls, rows per step, tokens) */
+  readonly stats: BatcherStats;
+  /** key/value cache bytes one decision in flight takes */
+  readonly bytesPerDecision: number;
   release(): Promise<void>;
 }
 
@@ -49,8 +73,31 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
   const meta = readMeta(c, o.dir);
   if (!meta || !existsSync(join(dir, 'model.onnx'))) throw new LmNotBuiltError(name, dir);
   const tok = new LmTokenizer(meta.words);
-  const eng = await OnnxEngineer.fromPath(join(dir, 'model.onnx'), { eosId: meta.eosId, maxLen: meta.maxLen });
+  const file = join(dir, 'model.onnx');
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(file);
+  } catch (e) {
+    throw new LmTargetError('LM_BAD_META', `cannot read lm/${name}'s model at ${file}: ${(e as Error).message}; rebuild it with \`hr1 zoo build --only ${name} --force\``, { cause: e, data: { name, file } });
+  }
+  let graph: Graph;
+  try {
+    graph = await Graph.load(bytes, { maxLen: meta.maxLen, vocabSize: meta.vocabSize, nLayers: meta.config.nLayers, dModel: meta.config.dModel, nHeads: meta.config.nHeads }, `lm/${name}'s model (${file})`);
+  } catch (e) {
+    if (e instanceof SamplerError) throw new LmTargetError('LM_BAD_META', `${e.message.replace('`hr1 zoo build --only NAME`', `\`hr1 zoo build --only ${name} --force\``)}`, { cause: e, data: { name, file } });
+    throw e;
+  }
+  if (graph.kind !== 'decode') {
+    await graph.release();
+    throw new LmTargetError('LM_STALE', `lm/${name} was exported before the key/value-cache decode graph (serving version ${LM_SERVING_VERSION}); run \`hr1 zoo build --only ${name}\` to re-export it from its checkpoint (seconds; the weights stay as they are)`, { data: { name, dir, command: `hr1 zoo build --only ${name}` } });
+  }
+  const batcher = new DecodeBatcher(graph, {
+    eosId: meta.eosId,
+    maxBatch: o.maxBatch ?? envNumber('HR1_LM_BATCH') ?? 32,
+    gatherMs: o.gatherMs ?? envNumber('HR1_LM_GATHER_MS') ?? 1,
+  });
   const temperature = o.temperature ?? meta.config.temperature;
+  const topP = o.topP ?? 0.95;
   const budget = { maxLen: meta.maxLen, maxNewTokens: meta.maxNewTokens };
   const slots = meta.config.slots === true;
   const windowWith = (ctx: Pick<DecisionContext, 'messages'>, map: SlotMap | null): number[] => buildContext(map ? slotMessages(ctx.messages, map) : ctx.messages, tok, budget);
@@ -60,15 +107,21 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
     meta,
     tokenizer: tok,
     window,
+    stats: batcher.stats,
+    bytesPerDecision: batcher.bytesPerRow,
     async decide(ctx) {
       const map = slots ? slotMap(ctx.messages) : null;
       const prompt = windowWith(ctx, map);
-      const seed = hashString(`${ctx.seed}:${ctx.step}:${ctx.messages.length}`);
-      const out = await eng.sample([prompt], { k: 1, temperature, topP: o.topP ?? 0.95, maxNewTokens: meta.maxNewTokens, seed });
-      const text = tok.decode((out[0]?.[0]?.ids ?? []).filter((i) => i !== meta.eosId));
+      // one decision's RNG: the root of its seed, fork 0 (what one-prompt sampling always drew from)
+      const rng = new Rng(hashString(`${ctx.seed}:${ctx.step}:${ctx.messages.length}`)).fork(0);
+      const [out] = await batcher.decode({ prompt, k: 1, rng, temperature, topP, maxNewTokens: meta.maxNewTokens });
+      const text = tok.decode((out?.ids ?? []).filter((i) => i !== meta.eosId));
       // a product slot the model wrote is the id it stands for in this context
       return map ? fromSlots(text, map) : text;
     },
-    release: () => eng.release(),
+    release: async () => {
+      batcher.close();
+      await graph.release();
+    },
   };
 }

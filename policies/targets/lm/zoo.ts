@@ -19,9 +19,16 @@ import type { HintRates } from './hints.ts';
 import { BOS_ID, EOS_ID, LmTokenizer, PAD_ID } from './tokenizer.ts';
 import { harvestWords } from './vocab.ts';
 import { SLOT_WORD } from './slots.ts';
+import { isDecodeGraph } from '../../../learner/onnx-meta.ts';
 
 /** bumped when training changes what a config builds (so old caches are not reused) */
 export const LM_TRAIN_VERSION = 4;
+/**
+ * Serving version of learned targets: bumped when decoding can change a sampled token (it is
+ * part of the episode cache key). 2: the key/value-cache decode graph and the batcher (1 was one
+ * full forward per token; the float sums differ in the last bits, so a few tokens can differ).
+ */
+export const LM_SERVING_VERSION = 2;
 /** meta.json format */
 export const LM_META_FORMAT = 'hr1-lm/1';
 /** where built models live. @default '.hr1/zoo' under the working directory (HR1_ZOO_DIR overrides) */
@@ -223,6 +230,19 @@ function lrAt(c: ResolvedConfig, step: number): number {
   return c.lr * (0.1 + 0.45 * (1 + Math.cos(Math.PI * t)));
 }
 
+/** Export a built model's decode graph again from its checkpoint (a build from before the cache). */
+async function reexport(dir: string, o: BuildOptions): Promise<void> {
+  const lp = await LearnerProcess.start(o.python ? { python: o.python } : {});
+  try {
+    await lp.load({ path: join(dir, 'model.pt'), device: 'cpu' });
+    const tmp = join(dir, 'model.onnx.new');
+    await lp.export({ path: tmp });
+    renameSync(tmp, join(dir, 'model.onnx'));
+  } finally {
+    await lp.close();
+  }
+}
+
 /** Build one resolved config (its base first when it has one). */
 async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) => void): Promise<BuildResult> {
   const root = zooDir(o.dir);
@@ -230,7 +250,13 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const cachedMeta = o.force ? null : readMeta(c, o.dir);
   if (cachedMeta) {
     tick(c.steps);
-    o.log?.(`lm/${c.id}: cached (${dir})`);
+    if (!existsSync(join(dir, 'model.pt')) || isDecodeGraph(readFileSync(join(dir, 'model.onnx')))) {
+      o.log?.(`lm/${c.id}: cached (${dir})`);
+    } else {
+      // built before the decode graph: the same weights, exported again from the checkpoint
+      await reexport(dir, o);
+      o.log?.(`lm/${c.id}: cached; re-exported its decode graph (serving version ${LM_SERVING_VERSION}) from model.pt (${dir})`);
+    }
     return { id: c.id, hash: c.hash, dir, cached: true, params: cachedMeta.params, lossFirst: cachedMeta.lossFirst, lossLast: cachedMeta.lossLast, ms: 0 };
   }
   const baseMeta = c.base ? readMeta(c.base, o.dir) : null;

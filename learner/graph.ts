@@ -1,0 +1,343 @@
+/**
+ * The exported model graphs in onnxruntime-node.
+ *
+ * - **decode** (learner/server.py `export`, the default): input_ids [B, T], pos [B], logit_pos
+ *   [N] (rows of the flattened [B·T] positions whose logits are wanted), past_k_i [B, H, Dh, L],
+ *   past_v_i [B, H, L, Dh] → logits [N, V], k_i [B, H, Dh, T], v_i [B, H, T, Dh]: the keys and
+ *   values of the new tokens. A prefill is L = 0; a decoding step is T = 1 over a cache of L slots.
+ * - **full** (`export {graph: 'full'}`, and every model exported before the cache): input_ids
+ *   [B, T] → logits [B, T, V] at every position, no cache.
+ *
+ * A row's numbers do not depend on the other rows of its batch nor on right-padding (measured
+ * bitwise on MLAS, and tested: test/integration/learner/decode.test.ts), which is what lets the
+ * batcher decode episodes together and give each the tokens it would get alone.
+ */
+import * as ort from 'onnxruntime-node';
+import { SamplerError } from './errors.ts';
+import { onnxMetadata } from './onnx-meta.ts';
+
+export { onnxMetadata } from './onnx-meta.ts';
+
+/** What {@link loadGraph} found in the file. */
+export interface GraphInfo {
+  kind: 'decode' | 'full';
+  vocab: number;
+  /** decode graphs only (0 for full) */
+  nLayers: number;
+  nHeads: number;
+  headDim: number;
+  /** the file's metadata_props (hr1_graph, hr1_decode_version, vocab_size, d_model, …) */
+  props: Record<string, string>;
+}
+
+/** The decode graph interface version this code speaks (learner/server.py DECODE_GRAPH_VERSION). */
+export const DECODE_GRAPH_VERSION = 1;
+
+/** What the caller knows of the model (meta.json, the engineer's config): checked against the file. */
+export interface GraphExpect {
+  maxLen: number;
+  vocabSize?: number;
+  nLayers?: number;
+  dModel?: number;
+  nHeads?: number;
+}
+
+const i64 = (xs: readonly number[], dims: number[]): ort.Tensor => {
+  const a = new BigInt64Array(xs.length);
+  for (let j = 0; j < xs.length; j++) a[j] = BigInt(xs[j]!);
+  return new ort.Tensor('int64', a, dims);
+};
+
+/** One prefill's outputs: logits of each row's last token, and the rows' keys and values. */
+export interface PrefillOut {
+  /** [B, V] */
+  logits: Float32Array;
+  /** per layer [B, H, Dh, T] */
+  k: Float32Array[];
+  /** per layer [B, H, T, Dh] */
+  v: Float32Array[];
+  /** the padded length T */
+  t: number;
+}
+
+/** One step's outputs. */
+export interface StepOut {
+  /** [n, V] */
+  logits: Float32Array;
+  /** per layer [n, H, Dh, 1] */
+  k: Float32Array[];
+  /** per layer [n, H, 1, Dh] */
+  v: Float32Array[];
+}
+
+/**
+ * Key/value slots for the rows being decoded: per layer, keys [cap, H, Dh, maxLen] and values
+ * [cap, H, maxLen, Dh]. Rows in flight hold slots 0..n-1, so a step's cache is one contiguous view.
+ */
+export class KvSlab {
+  readonly k: Float32Array[] = [];
+  readonly v: Float32Array[] = [];
+  cap = 0;
+  /** floats per slot per layer (H·Dh·maxLen) */
+  readonly row: number;
+  constructor(
+    readonly nLayers: number,
+    readonly nHeads: number,
+    readonly headDim: number,
+    readonly maxLen: number,
+  ) {
+    this.row = nHeads * headDim * maxLen;
+  }
+
+  /** bytes the slots take now */
+  get bytes(): number {
+    return this.cap * this.row * 4 * 2 * this.nLayers;
+  }
+
+  /** bytes one slot (one sequence in flight) takes */
+  get bytesPerRow(): number {
+    return this.row * 4 * 2 * this.nLayers;
+  }
+
+  /** make room for n slots (grows by doubling, keeping what is there) */
+  ensure(n: number): void {
+    if (n <= this.cap) return;
+    let cap = Math.max(1, this.cap);
+    while (cap < n) cap *= 2;
+    for (let l = 0; l < this.nLayers; l++) {
+      const k = new Float32Array(cap * this.row);
+      const v = new Float32Array(cap * this.row);
+      if (this.cap) {
+        k.set(this.k[l]!);
+        v.set(this.v[l]!);
+      }
+      this.k[l] = k;
+      this.v[l] = v;
+    }
+    this.cap = cap;
+  }
+
+  /** put row b of a prefill (its first `len` positions) into `slot` */
+  fromPrefill(slot: number, pre: PrefillOut, b: number, len: number): void {
+    const { nHeads: H, headDim: Dh, maxLen: M } = this;
+    const t = pre.t;
+    for (let l = 0; l < this.nLayers; l++) {
+      const k = this.k[l]!;
+      const v = this.v[l]!;
+      const pk = pre.k[l]!;
+      const pv = pre.v[l]!;
+      const base = slot * this.row;
+      for (let h = 0; h < H; h++) {
+        for (let d = 0; d < Dh; d++) {
+          const src = ((b * H + h) * Dh + d) * t;
+          k.set(pk.subarray(src, src + len), base + (h * Dh + d) * M);
+        }
+        const src = (b * H + h) * t * Dh;
+        v.set(pv.subarray(src, src + len * Dh), base + h * M * Dh);
+      }
+    }
+  }
+
+  /** write row i of a step's new key/value at position `pos` of `slot` */
+  fromStep(slot: number, pos: number, out: StepOut, i: number): void {
+    const { nHeads: H, headDim: Dh, maxLen: M } = this;
+    for (let l = 0; l < this.nLayers; l++) {
+      const k = this.k[l]!;
+      const v = this.v[l]!;
+      const sk = out.k[l]!;
+      const sv = out.v[l]!;
+      const base = slot * this.row;
+      for (let h = 0; h < H; h++) {
+        const src = (i * H + h) * Dh;
+        for (let d = 0; d < Dh; d++) k[base + (h * Dh + d) * M + pos] = sk[src + d]!;
+        v.set(sv.subarray(src, src + Dh), base + (h * M + pos) * Dh);
+      }
+    }
+  }
+
+  /** copy slot `from` over slot `to` */
+  move(from: number, to: number): void {
+    if (from === to) return;
+    for (let l = 0; l < this.nLayers; l++) {
+      this.k[l]!.copyWithin(to * this.row, from * this.row, (from + 1) * this.row);
+      this.v[l]!.copyWithin(to * this.row, from * this.row, (from + 1) * this.row);
+    }
+  }
+
+  /** copy slot `from` into slot `to` (a shared prefill fanned out to K rows) */
+  copy(from: number, to: number): void {
+    this.move(from, to);
+  }
+}
+
+/** A loaded graph: decode (with a cache) or full (logits everywhere). */
+export class Graph {
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    readonly info: GraphInfo,
+    readonly maxLen: number,
+  ) {}
+
+  /**
+   * Load a graph and check it against what the caller expects; SAMPLER_MODEL names the mismatch
+   * (a vocabulary, depth, width or context that does not match the metadata) and the fix.
+   */
+  static async load(bytes: Uint8Array, expect: GraphExpect, what = 'the model'): Promise<Graph> {
+    let session: ort.InferenceSession;
+    try {
+      // intraOpNumThreads is left out on purpose: setting it to undefined throws in onnxruntime-node
+      session = await ort.InferenceSession.create(bytes, { graphOptimizationLevel: 'all' });
+    } catch (e) {
+      throw new SamplerError('SAMPLER_MODEL', `cannot load ${what} as ONNX (${bytes.byteLength} bytes): ${(e as Error).message}; export it with the learner's export op`, { cause: e });
+    }
+    const props = onnxMetadata(bytes);
+    const ins = session.inputNames;
+    const outs = session.outputNames;
+    const mismatch = (m: string): never => {
+      void session.release();
+      throw new SamplerError('SAMPLER_MODEL', `${what} does not match its metadata: ${m}; rebuild or re-export it (\`hr1 zoo build --only NAME\` re-exports a zoo model from its checkpoint)`, { data: { props } });
+    };
+    let info: GraphInfo;
+    if (ins.length === 1 && ins[0] === 'input_ids' && outs.length === 1 && outs[0] === 'logits') {
+      info = { kind: 'full', vocab: 0, nLayers: 0, nHeads: 0, headDim: 0, props };
+    } else {
+      const n = ins.filter((x) => x.startsWith('past_k_')).length;
+      const want = ['input_ids', 'pos', 'logit_pos', ...Array.from({ length: n }, (_, i) => `past_k_${i}`), ...Array.from({ length: n }, (_, i) => `past_v_${i}`)];
+      const wantOut = ['logits', ...Array.from({ length: n }, (_, i) => `k_${i}`), ...Array.from({ length: n }, (_, i) => `v_${i}`)];
+      if (n === 0 || want.some((x) => !ins.includes(x)) || wantOut.some((x) => !outs.includes(x))) {
+        void session.release();
+        throw new SamplerError('SAMPLER_MODEL', `${what} is neither a decode graph nor a full graph (inputs ${ins.join(',')}; outputs ${outs.join(',')}); export it with the learner's export op`, { data: { inputs: [...ins], outputs: [...outs] } });
+      }
+      const version = props['hr1_decode_version'];
+      if (version !== undefined && Number(version) !== DECODE_GRAPH_VERSION) mismatch(`its decode graph is version ${version}, this code runs version ${DECODE_GRAPH_VERSION}`);
+      const meta = session.inputMetadata.find((m) => m.name === 'past_k_0');
+      const shape = meta && meta.isTensor ? meta.shape : [];
+      const nHeads = typeof shape[1] === 'number' ? shape[1] : 0;
+      const headDim = typeof shape[2] === 'number' ? shape[2] : 0;
+      if (!nHeads || !headDim) mismatch(`past_k_0 has shape [${shape.join(', ')}], expected [batch, heads, head_dim, past]`);
+      info = { kind: 'decode', vocab: 0, nLayers: n, nHeads, headDim, props };
+    }
+    const g = new Graph(session, info, expect.maxLen);
+    // a one-token probe: the vocabulary, and that the graph runs at all
+    let vocab = 0;
+    try {
+      vocab = info.kind === 'decode' ? g.probeVocab(await g.run1([1])) : ((await session.run({ input_ids: i64([1], [1, 1]) }))['logits']!.dims[2] ?? 0);
+    } catch (e) {
+      await session.release();
+      if (e instanceof SamplerError) throw e;
+      throw new SamplerError('SAMPLER_MODEL', `${what} loads but does not run: ${(e as Error).message}`, { cause: e });
+    }
+    info.vocab = vocab;
+    const d = info.nHeads * info.headDim;
+    if (expect.vocabSize !== undefined && vocab !== expect.vocabSize) mismatch(`its vocabulary has ${vocab} ids, the metadata says ${expect.vocabSize}`);
+    if (info.kind === 'decode') {
+      if (expect.nLayers !== undefined && info.nLayers !== expect.nLayers) mismatch(`it has ${info.nLayers} layers, the metadata says ${expect.nLayers}`);
+      if (expect.dModel !== undefined && d !== expect.dModel) mismatch(`its width is ${d}, the metadata says ${expect.dModel}`);
+      if (expect.nHeads !== undefined && info.nHeads !== expect.nHeads) mismatch(`it has ${info.nHeads} heads, the metadata says ${expect.nHeads}`);
+      const ml = props['max_len'];
+      if (ml !== undefined && Number(ml) !== expect.maxLen) mismatch(`it was exported for a context of ${ml}, the metadata says ${expect.maxLen}`);
+    }
+    return g;
+  }
+
+  private probeVocab(out: PrefillOut): number {
+    return out.logits.length;
+  }
+
+  private async run1(row: number[]): Promise<PrefillOut> {
+    return this.prefill([row]);
+  }
+
+  get kind(): 'decode' | 'full' {
+    return this.info.kind;
+  }
+
+  get vocab(): number {
+    return this.info.vocab;
+  }
+
+  private feeds(ids: ort.Tensor, pos: readonly number[], logitPos: readonly number[], past: (l: number, kind: 'k' | 'v') => ort.Tensor): Record<string, ort.Tensor> {
+    const f: Record<string, ort.Tensor> = { input_ids: ids, pos: i64(pos, [pos.length]), logit_pos: i64(logitPos, [logitPos.length]) };
+    for (let l = 0; l < this.info.nLayers; l++) {
+      f[`past_k_${l}`] = past(l, 'k');
+      f[`past_v_${l}`] = past(l, 'v');
+    }
+    return f;
+  }
+
+  private outs(o: ort.InferenceSession.ReturnType): { logits: Float32Array; k: Float32Array[]; v: Float32Array[] } {
+    const n = this.info.nLayers;
+    return {
+      logits: o['logits']!.data as Float32Array,
+      k: Array.from({ length: n }, (_, l) => o[`k_${l}`]!.data as Float32Array),
+      v: Array.from({ length: n }, (_, l) => o[`v_${l}`]!.data as Float32Array),
+    };
+  }
+
+  /** Prefill rows (right-padded to the longest; padding never changes a row's numbers). */
+  async prefill(rows: readonly (readonly number[])[]): Promise<PrefillOut> {
+    if (this.info.kind !== 'decode') throw new SamplerError('SAMPLER_MODEL', 'prefill() needs a decode graph');
+    const b = rows.length;
+    const t = Math.max(...rows.map((r) => r.length));
+    const ids = new BigInt64Array(b * t);
+    rows.forEach((r, i) => r.forEach((x, j) => (ids[i * t + j] = BigInt(x))));
+    const { nHeads: H, headDim: Dh } = this.info;
+    const empty = new Float32Array(0);
+    const o = await this.session.run(
+      this.feeds(
+        new ort.Tensor('int64', ids, [b, t]),
+        rows.map(() => 0),
+        rows.map((r, i) => i * t + r.length - 1),
+        (_l, kind) => new ort.Tensor('float32', empty, kind === 'k' ? [b, H, Dh, 0] : [b, H, 0, Dh]),
+      ),
+    );
+    return { ...this.outs(o), t };
+  }
+
+  /** One token per row for slab slots first..first+n-1, at positions pos (each row's length so far). */
+  async step(tokens: readonly number[], pos: readonly number[], slab: KvSlab, first: number): Promise<StepOut> {
+    const n = tokens.length;
+    const { nHeads: H, headDim: Dh } = this.info;
+    const M = slab.maxLen;
+    const o = await this.session.run(
+      this.feeds(
+        i64(tokens, [n, 1]),
+        pos,
+        tokens.map((_, i) => i),
+        (l, kind) => new ort.Tensor('float32', (kind === 'k' ? slab.k[l]! : slab.v[l]!).subarray(first * slab.row, (first + n) * slab.row), kind === 'k' ? [n, H, Dh, M] : [n, H, M, Dh]),
+      ),
+    );
+    return this.outs(o);
+  }
+
+  /** Logits [B, T, V] at every position of equal-length rows (a full graph, or a decode graph asked for every position). */
+  async logits(rows: readonly (readonly number[])[]): Promise<{ data: Float32Array; t: number; v: number }> {
+    const t = rows[0]?.length ?? 0;
+    if (t === 0 || rows.some((r) => r.length !== t)) throw new SamplerError('SAMPLER_INPUT', 'logits() needs non-empty rows of equal length');
+    if (t > this.maxLen) throw new SamplerError('SAMPLER_INPUT', `a row of ${t} tokens is longer than the model's maxLen ${this.maxLen}`);
+    const ids = new BigInt64Array(rows.length * t);
+    rows.forEach((r, i) => r.forEach((x, j) => (ids[i * t + j] = BigInt(x))));
+    const input = new ort.Tensor('int64', ids, [rows.length, t]);
+    if (this.info.kind === 'full') {
+      const out = await this.session.run({ input_ids: input });
+      const logits = out['logits']!;
+      return { data: logits.data as Float32Array, t, v: logits.dims[2]! };
+    }
+    const { nHeads: H, headDim: Dh } = this.info;
+    const b = rows.length;
+    const empty = new Float32Array(0);
+    const o = await this.session.run(
+      this.feeds(
+        input,
+        rows.map(() => 0),
+        Array.from({ length: b * t }, (_, i) => i),
+        (_l, kind) => new ort.Tensor('float32', empty, kind === 'k' ? [b, H, Dh, 0] : [b, H, 0, Dh]),
+      ),
+    );
+    return { data: o['logits']!.data as Float32Array, t, v: this.info.vocab };
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}
