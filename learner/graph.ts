@@ -2,21 +2,27 @@
  * The exported model graphs in onnxruntime-node.
  *
  * - **decode** (learner/server.py `export`, the default): input_ids [B, T], pos [B], logit_pos
- *   [N] (rows of the flattened [B·T] positions whose logits are wanted), past_k_i [B, H, Dh, L],
- *   past_v_i [B, H, L, Dh] → logits [N, V], k_i [B, H, Dh, T], v_i [B, H, T, Dh]: the keys and
- *   values of the new tokens. A prefill is L = 0; a decoding step is T = 1 over a cache of L slots.
+ *   [N] (rows of the flattened [B·T] positions whose logits are wanted), past_k_i [B, H, Dh, M],
+ *   past_v_i [B, H, M, Dh] (a cache of M slots per row, the first pos[b] valid) → logits [N, V],
+ *   k_i [B, H, Dh, T], v_i [B, H, T, Dh]: the keys and values of the new tokens. A prefill is
+ *   pos = 0, a prefill after a cached prefix pos = its length, a decoding step T = 1. Every query
+ *   attends over all M slots, its valid positions first and the rest masked after them, so a
+ *   prefill after a cached prefix gives the numbers of a prefill from scratch (learner/model.py
+ *   Block.decode).
  * - **full** (`export {graph: 'full'}`, and every model exported before the cache): input_ids
  *   [B, T] → logits [B, T, V] at every position, no cache.
  *
- * A row's numbers do not depend on the other rows of its batch nor on right-padding (measured
- * bitwise on MLAS, and tested: test/integration/learner/decode.test.ts), which is what lets the
- * batcher decode episodes together and give each the tokens it would get alone.
+ * A row's numbers do not depend on the other rows of its batch, on right-padding, nor on whether
+ * its prefix came from a cache (measured bitwise on MLAS, and tested:
+ * test/integration/learner/decode.test.ts), which is what lets the batcher decode episodes
+ * together, reuse the prefix an episode's last decision left, and give each decision the tokens
+ * it would get alone.
  */
 import * as ort from 'onnxruntime-node';
 import { SamplerError } from './errors.ts';
-import { onnxMetadata } from './onnx-meta.ts';
+import { DECODE_GRAPH_VERSION, onnxMetadata } from './onnx-meta.ts';
 
-export { onnxMetadata } from './onnx-meta.ts';
+export { DECODE_GRAPH_VERSION, onnxMetadata } from './onnx-meta.ts';
 
 /** What {@link loadGraph} found in the file. */
 export interface GraphInfo {
@@ -30,8 +36,6 @@ export interface GraphInfo {
   props: Record<string, string>;
 }
 
-/** The decode graph interface version this code speaks (learner/server.py DECODE_GRAPH_VERSION). */
-export const DECODE_GRAPH_VERSION = 1;
 
 /** What the caller knows of the model (meta.json, the engineer's config): checked against the file. */
 export interface GraphExpect {
@@ -117,8 +121,8 @@ export class KvSlab {
     this.cap = cap;
   }
 
-  /** put row b of a prefill (its first `len` positions) into `slot` */
-  fromPrefill(slot: number, pre: PrefillOut, b: number, len: number): void {
+  /** write row b's first `len` new keys and values of an extend() at positions at..at+len-1 of `slot` */
+  fromPrefill(slot: number, pre: PrefillOut, b: number, len: number, at = 0): void {
     const { nHeads: H, headDim: Dh, maxLen: M } = this;
     const t = pre.t;
     for (let l = 0; l < this.nLayers; l++) {
@@ -130,10 +134,41 @@ export class KvSlab {
       for (let h = 0; h < H; h++) {
         for (let d = 0; d < Dh; d++) {
           const src = ((b * H + h) * Dh + d) * t;
-          k.set(pk.subarray(src, src + len), base + (h * Dh + d) * M);
+          k.set(pk.subarray(src, src + len), base + (h * Dh + d) * M + at);
         }
         const src = (b * H + h) * t * Dh;
-        v.set(pv.subarray(src, src + len * Dh), base + h * M * Dh);
+        v.set(pv.subarray(src, src + len * Dh), base + (h * M + at) * Dh);
+      }
+    }
+  }
+
+  /** the first `len` positions of `slot`, compactly ([H, Dh, len] keys, [H, len, Dh] values per layer) */
+  save(slot: number, len: number): { k: Float32Array[]; v: Float32Array[]; len: number } {
+    const { nHeads: H, headDim: Dh, maxLen: M } = this;
+    const out = { k: [] as Float32Array[], v: [] as Float32Array[], len };
+    for (let l = 0; l < this.nLayers; l++) {
+      const k = new Float32Array(H * Dh * len);
+      const v = new Float32Array(H * len * Dh);
+      const base = slot * this.row;
+      for (let h = 0; h < H; h++) {
+        for (let d = 0; d < Dh; d++) k.set(this.k[l]!.subarray(base + (h * Dh + d) * M, base + (h * Dh + d) * M + len), (h * Dh + d) * len);
+        v.set(this.v[l]!.subarray(base + h * M * Dh, base + (h * M + len) * Dh), h * len * Dh);
+      }
+      out.k.push(k);
+      out.v.push(v);
+    }
+    return out;
+  }
+
+  /** the first `n` positions of a saved prefix into `slot` */
+  restore(slot: number, saved: { k: Float32Array[]; v: Float32Array[]; len: number }, n: number): void {
+    const { nHeads: H, headDim: Dh, maxLen: M } = this;
+    const len = saved.len;
+    for (let l = 0; l < this.nLayers; l++) {
+      const base = slot * this.row;
+      for (let h = 0; h < H; h++) {
+        for (let d = 0; d < Dh; d++) this.k[l]!.set(saved.k[l]!.subarray((h * Dh + d) * len, (h * Dh + d) * len + n), base + (h * Dh + d) * M);
+        this.v[l]!.set(saved.v[l]!.subarray(h * len * Dh, (h * len + n) * Dh), base + h * M * Dh);
       }
     }
   }
@@ -274,40 +309,44 @@ export class Graph {
     };
   }
 
-  /** Prefill rows (right-padded to the longest; padding never changes a row's numbers). */
-  async prefill(rows: readonly (readonly number[])[]): Promise<PrefillOut> {
-    if (this.info.kind !== 'decode') throw new SamplerError('SAMPLER_MODEL', 'prefill() needs a decode graph');
+  /**
+   * New tokens for slab slots first..first+B-1: row b's tokens (right-padded to the longest) go
+   * at positions pos[b]…, after the pos[b] positions its slot holds. Returns the logits of each
+   * row's last token and the new tokens' keys and values (the slab is not written: see KvSlab).
+   *
+   * A prefill is padded to at least two tokens: one query row takes another kernel path in the
+   * attention products (its last bits differ), so a one-token prefill would not match the same
+   * prompt prefilled beside longer ones. Steps (always one token) match each other.
+   */
+  async extend(rows: readonly (readonly number[])[], pos: readonly number[], slab: KvSlab, first: number, minT = 2): Promise<PrefillOut> {
+    if (this.info.kind !== 'decode') throw new SamplerError('SAMPLER_MODEL', 'extend() needs a decode graph');
     const b = rows.length;
-    const t = Math.max(...rows.map((r) => r.length));
+    const t = Math.max(minT, ...rows.map((r) => r.length));
     const ids = new BigInt64Array(b * t);
     rows.forEach((r, i) => r.forEach((x, j) => (ids[i * t + j] = BigInt(x))));
     const { nHeads: H, headDim: Dh } = this.info;
-    const empty = new Float32Array(0);
+    const M = slab.maxLen;
     const o = await this.session.run(
       this.feeds(
         new ort.Tensor('int64', ids, [b, t]),
-        rows.map(() => 0),
+        pos,
         rows.map((r, i) => i * t + r.length - 1),
-        (_l, kind) => new ort.Tensor('float32', empty, kind === 'k' ? [b, H, Dh, 0] : [b, H, 0, Dh]),
+        (l, kind) => new ort.Tensor('float32', (kind === 'k' ? slab.k[l]! : slab.v[l]!).subarray(first * slab.row, (first + b) * slab.row), kind === 'k' ? [b, H, Dh, M] : [b, H, M, Dh]),
       ),
     );
     return { ...this.outs(o), t };
   }
 
+  /** Prefill rows from position 0 (a slab of their own; padding never changes a row's numbers). */
+  async prefill(rows: readonly (readonly number[])[]): Promise<PrefillOut> {
+    const slab = new KvSlab(this.info.nLayers, this.info.nHeads, this.info.headDim, this.maxLen);
+    slab.ensure(rows.length);
+    return this.extend(rows, rows.map(() => 0), slab, 0);
+  }
+
   /** One token per row for slab slots first..first+n-1, at positions pos (each row's length so far). */
   async step(tokens: readonly number[], pos: readonly number[], slab: KvSlab, first: number): Promise<StepOut> {
-    const n = tokens.length;
-    const { nHeads: H, headDim: Dh } = this.info;
-    const M = slab.maxLen;
-    const o = await this.session.run(
-      this.feeds(
-        i64(tokens, [n, 1]),
-        pos,
-        tokens.map((_, i) => i),
-        (l, kind) => new ort.Tensor('float32', (kind === 'k' ? slab.k[l]! : slab.v[l]!).subarray(first * slab.row, (first + n) * slab.row), kind === 'k' ? [n, H, Dh, M] : [n, H, M, Dh]),
-      ),
-    );
-    return this.outs(o);
+    return this.extend(tokens.map((x) => [x]), pos, slab, first, 1);
   }
 
   /** Logits [B, T, V] at every position of equal-length rows (a full graph, or a decode graph asked for every position). */
@@ -325,13 +364,14 @@ export class Graph {
     }
     const { nHeads: H, headDim: Dh } = this.info;
     const b = rows.length;
-    const empty = new Float32Array(0);
+    // a cache of exactly t slots, all written by these tokens
+    const empty = new Float32Array(b * H * Dh * t);
     const o = await this.session.run(
       this.feeds(
         input,
         rows.map(() => 0),
         Array.from({ length: b * t }, (_, i) => i),
-        (_l, kind) => new ort.Tensor('float32', empty, kind === 'k' ? [b, H, Dh, 0] : [b, H, 0, Dh]),
+        (_l, kind) => new ort.Tensor('float32', empty, kind === 'k' ? [b, H, Dh, t] : [b, H, t, Dh]),
       ),
     );
     return { data: o['logits']!.data as Float32Array, t, v: this.info.vocab };

@@ -74,23 +74,26 @@ class Block(nn.Module):
         x = x + self.drop(self.fc2(F.gelu(self.fc1(self.ln2(x)))))
         return x
 
-    def decode(self, x, past_k, past_v, past_mask, self_mask):
-        """New tokens x [B, T, D] after a cache of L positions: keys past_k [B, H, Dh, L] (stored
-        transposed, so q·K needs no transpose), values past_v [B, H, L, Dh]; past_mask [B, 1, 1, L]
-        hides the cache slots a row has not filled, self_mask [T, T] is causal over the new tokens.
-        Returns x and the new tokens' keys [B, H, Dh, T] and values [B, H, T, Dh]."""
+    def decode(self, x, past_k, past_v, slot, mask):
+        """New tokens x [B, T, D] into a cache of M slots per row: keys past_k [B, H, Dh, M] (stored
+        transposed, so q·K needs no transpose), values past_v [B, H, M, Dh]. The new keys and values
+        are written at slot [B, T] of a copy of the cache, and every query attends over all M slots
+        under mask [B, 1, T, M] (0 where the slot holds a position at or before the query's, else
+        -1e9). So a row's attention always sees its valid positions first and the rest masked
+        after them, whatever came from the cache and whatever was computed now: a prefill from
+        scratch and a prefill after a cached prefix give the same numbers for the same position
+        (in ORT on the CPU, bitwise: tested). Returns x and the new tokens' keys [B, H, Dh, T] and values [B, H, T, Dh]."""
         b, t, d = x.shape
         h = self.n_heads
+        dh = d // h
         q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-        q = q.reshape(b, t, h, d // h).transpose(1, 2)
-        kt = k.reshape(b, t, h, d // h).permute(0, 2, 3, 1)
-        v = v.reshape(b, t, h, d // h).transpose(1, 2)
-        s_past = torch.matmul(q, past_k) * self.scale + past_mask
-        s_self = torch.matmul(q, kt) * self.scale + self_mask
-        n_past = past_k.shape[3]
-        att = torch.softmax(torch.cat([s_past, s_self], dim=-1), dim=-1)
-        y = torch.matmul(att[..., :n_past], past_v) + torch.matmul(att[..., n_past:], v)
-        y = y.transpose(1, 2).reshape(b, t, d)
+        q = q.reshape(b, t, h, dh).transpose(1, 2)
+        kt = k.reshape(b, t, h, dh).permute(0, 2, 3, 1)
+        v = v.reshape(b, t, h, dh).transpose(1, 2)
+        k_all = past_k.scatter(3, slot.reshape(b, 1, 1, t).expand(b, h, dh, t), kt)
+        v_all = past_v.scatter(2, slot.reshape(b, 1, t, 1).expand(b, h, t, dh), v)
+        att = torch.softmax(torch.matmul(q, k_all) * self.scale + mask, dim=-1)
+        y = torch.matmul(att, v_all).transpose(1, 2).reshape(b, t, d)
         x = x + self.proj(y)
         x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
         return x, kt, v
@@ -138,22 +141,23 @@ class Engineer(nn.Module):
 
     def decode(self, input_ids, pos, logit_pos, past_k, past_v):
         """Incremental decoding: input_ids [B, T] at positions pos[b] + 0..T-1, after each row's
-        first pos[b] cached positions (past_k[i] [B, H, Dh, L], past_v[i] [B, H, L, Dh] per layer;
-        slots at or past pos[b] are ignored). Returns logits [N, V] at the new tokens listed in
-        logit_pos [N] (indices into the flattened [B * T] positions: row b, token j is b * T + j),
-        and per layer the new tokens' keys [B, H, Dh, T] and values [B, H, T, Dh].
-        A prefill is L = 0 (or any L with pos = 0); a decoding step is T = 1."""
+        first pos[b] positions held in its cache (past_k[i] [B, H, Dh, M], past_v[i] [B, H, M, Dh]
+        per layer; the slots from pos[b] on are ignored). Returns logits [N, V] at the new tokens
+        listed in logit_pos [N] (indices into the flattened [B * T] positions: row b, token j is
+        b * T + j), and per layer the new tokens' keys [B, H, Dh, T] and values [B, H, T, Dh].
+        Right-padding a row is harmless: pads sit after the row's real tokens, where no real query
+        looks; a pad past the last slot is written to the last slot (and its position clamped),
+        which real tokens never reach (a prompt and what is generated after it stay below position
+        max_len - 1: learner/batcher.ts)."""
         t = input_ids.shape[1]
-        n_past = past_k[0].shape[3]
-        positions = pos.unsqueeze(1) + torch.arange(t, device=input_ids.device).unsqueeze(0)
-        x = self.tok(input_ids) + self.pos(positions)
-        slots = torch.arange(n_past, device=input_ids.device).unsqueeze(0)
-        past_mask = torch.where(slots < pos.unsqueeze(1), torch.zeros((), device=x.device), torch.full((), -1e9, device=x.device))
-        past_mask = past_mask.unsqueeze(1).unsqueeze(1)
-        self_mask = self.causal[:t, :t]
+        slots = torch.arange(past_k[0].shape[3], device=input_ids.device)
+        at = pos.unsqueeze(1) + torch.arange(t, device=input_ids.device).unsqueeze(0)
+        slot = torch.minimum(at, slots[-1])
+        x = self.tok(input_ids) + self.pos(torch.clamp(at, max=self.config.max_len - 1))
+        mask = torch.where(slots.reshape(1, 1, -1) <= at.unsqueeze(2), torch.zeros((), device=x.device), torch.full((), -1e9, device=x.device)).unsqueeze(1)
         ks, vs = [], []
         for blk, pk, pv in zip(self.blocks, past_k, past_v):
-            x, k, v = blk.decode(x, pk, pv, past_mask, self_mask)
+            x, k, v = blk.decode(x, pk, pv, slot, mask)
             ks.append(k)
             vs.append(v)
         h = self.ln_f(x)

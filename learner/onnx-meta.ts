@@ -56,7 +56,11 @@ export function onnxMetadata(bytes: Uint8Array): Record<string, string> {
   return out;
 }
 
-/** Whether the bytes are an hr1 decode graph (learner/server.py export, graph 'decode'). */
+/** The decode graph interface version this code runs (learner/server.py DECODE_GRAPH_VERSION). */
+export const DECODE_GRAPH_VERSION = 2;
+
+/** Whether the bytes are an hr1 decode graph of this code's version (learner/server.py export, graph 'decode'). */
 export function isDecodeGraph(bytes: Uint8Array): boolean {
-  return onnxMetadata(bytes)['hr1_graph'] === 'decode';
+  const m = onnxMetadata(bytes);
+  return m['hr1_graph'] === 'decode' && m['hr1_decode_version'] === String(DECODE_GRAPH_VERSION);
 }

@@ -33,7 +33,7 @@ from model import DecodeGraph, Engineer, ModelConfig  # noqa: E402
 
 PROTOCOL_VERSION = 1
 # bumped when the decode graph's inputs, outputs or numerics change (learner/onnx.ts checks it)
-DECODE_GRAPH_VERSION = 1
+DECODE_GRAPH_VERSION = 2
 MAX_FRAME = 1 << 30
 
 # the protocol owns stdout; anything a library prints goes to stderr
@@ -336,7 +336,7 @@ class Learner:
                 )
             else:
                 n, h, dh = c.n_layers, c.n_heads, c.d_model // c.n_heads
-                b, t, past = 2, 3, 4
+                b, t, past = 2, 3, 7
                 ids = torch.full((b, t), c.bos_id, dtype=torch.long, device=self.device)
                 pos = torch.tensor([1, 2], dtype=torch.long, device=self.device)
                 logit_pos = torch.tensor([t - 1], dtype=torch.long, device=self.device)

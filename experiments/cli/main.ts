@@ -201,6 +201,20 @@ addClusterOptions(
   await benchValidatorCommand(o);
 });
 bench
+  .command('lm')
+  .description("a learned target's decisions/s: the path before the cache vs the key/value cache vs the cache + decision batcher (16 and 64 in flight) vs the FLOP bound, interleaved in one run")
+  .option('--target <spec>', 'learned target (built on demand)', 'lm/alf-m-256-a')
+  .option('--seconds <s>', 'timed seconds in all, shared by the contenders', parseNumberOpt('--seconds', { min: 1, max: 3600 }), 24)
+  .option('--episodes <n>', 'episodes whose decisions are replayed', parsePositiveInt('--episodes'), 16)
+  .option('--rounds <n>', 'interleaved rounds', parsePositiveInt('--rounds'), 3)
+  .option('--sweep', 'also time batch caps × gathering windows (how the defaults were chosen)')
+  .option('--no-memory', 'skip the 64-in-flight memory check on the largest zoo model')
+  .option('--json', 'print one JSON line (figures on stderr)')
+  .action(async (o) => {
+    const { benchLm } = await import('../bench/lm.ts');
+    await benchLm({ target: o.target, seconds: o.seconds, episodes: o.episodes, rounds: o.rounds, json: !!o.json, sweep: !!o.sweep, memory: o.memory });
+  });
+bench
   .command('harness')
   .description('the cost of a sandboxed hook call (p50/p99) and the harness overhead on an episode vs the bare env loop')
   .option('--seconds <s>', 'seconds', parseNumberOpt('--seconds', { min: 0.001, max: 600 }), 4)

@@ -32,5 +32,5 @@ export {
   type BuildOptions,
   type BuildResult,
 } from './zoo.ts';
-export { lmModel, type LmModel, type LmModelOptions } from './model.ts';
+export { lmModel, decisionRng, type LmModel, type LmModelOptions } from './model.ts';
 export { zooTable, measureVanilla, spliceZooTable, ZOO_TABLE_BEGIN, ZOO_TABLE_END, type ZooTableOptions, type VanillaResult } from './table.ts';

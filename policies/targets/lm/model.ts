@@ -15,6 +15,7 @@ import type { DecisionContext, Model } from '../../../harness/index.ts';
 import { DecodeBatcher, type BatcherStats } from '../../../learner/batcher.ts';
 import { SamplerError } from '../../../learner/errors.ts';
 import { Graph } from '../../../learner/graph.ts';
+import { isDecodeGraph } from '../../../learner/onnx-meta.ts';
 import { buildContext } from './context.ts';
 import { fromSlots, slotMap, slotMessages, type SlotMap } from './slots.ts';
 import { LmNotBuiltError, LmTargetError } from './errors.ts';
@@ -34,6 +35,8 @@ export interface LmModelOptions {
   maxBatch?: number;
   /** how long an idle model waits for more decisions before it starts. @default HR1_LM_GATHER_MS, else 1 (ms) */
   gatherMs?: number;
+  /** finished decisions whose prompt caches are kept for the next decisions of their episodes. @default HR1_LM_PREFIX_CACHE, else 128 */
+  prefixCache?: number;
 }
 
 
@@ -45,6 +48,14 @@ const envNumber = (name: string): number | undefined => {
   return n;
 };
 
+/**
+ * A decision's RNG: from the episode seed, the step and the context length (so a decision does
+ * not depend on what else is decoded), fork 0 (what one-prompt sampling always drew from).
+ */
+export function decisionRng(ctx: Pick<DecisionContext, 'seed' | 'step' | 'messages'>): Rng {
+  return new Rng(hashString(`${ctx.seed}:${ctx.step}:${ctx.messages.length}`)).fork(0);
+}
+
 /** A loaded zoo model. */
 export interface LmModel extends Model {
   readonly meta: LmMeta;
@@ -55,6 +66,10 @@ export interface LmModel extends Model {
   readonly stats: BatcherStats;
   /** key/value cache bytes one decision in flight takes */
   readonly bytesPerDecision: number;
+  /** the sampling settings decisions use */
+  readonly sampling: { temperature: number; topP: number; maxNewTokens: number };
+  /** the model file */
+  readonly file: string;
   release(): Promise<void>;
 }
 
@@ -80,6 +95,9 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
   } catch (e) {
     throw new LmTargetError('LM_BAD_META', `cannot read lm/${name}'s model at ${file}: ${(e as Error).message}; rebuild it with \`hr1 zoo build --only ${name} --force\``, { cause: e, data: { name, file } });
   }
+  if (!isDecodeGraph(bytes)) {
+    throw new LmTargetError('LM_STALE', `lm/${name} was exported before this decode graph (serving version ${LM_SERVING_VERSION}); run \`hr1 zoo build --only ${name}\` to re-export it from its checkpoint (seconds; the weights stay as they are)`, { data: { name, dir, command: `hr1 zoo build --only ${name}` } });
+  }
   let graph: Graph;
   try {
     graph = await Graph.load(bytes, { maxLen: meta.maxLen, vocabSize: meta.vocabSize, nLayers: meta.config.nLayers, dModel: meta.config.dModel, nHeads: meta.config.nHeads }, `lm/${name}'s model (${file})`);
@@ -87,14 +105,11 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
     if (e instanceof SamplerError) throw new LmTargetError('LM_BAD_META', `${e.message.replace('`hr1 zoo build --only NAME`', `\`hr1 zoo build --only ${name} --force\``)}`, { cause: e, data: { name, file } });
     throw e;
   }
-  if (graph.kind !== 'decode') {
-    await graph.release();
-    throw new LmTargetError('LM_STALE', `lm/${name} was exported before the key/value-cache decode graph (serving version ${LM_SERVING_VERSION}); run \`hr1 zoo build --only ${name}\` to re-export it from its checkpoint (seconds; the weights stay as they are)`, { data: { name, dir, command: `hr1 zoo build --only ${name}` } });
-  }
   const batcher = new DecodeBatcher(graph, {
     eosId: meta.eosId,
     maxBatch: o.maxBatch ?? envNumber('HR1_LM_BATCH') ?? 32,
     gatherMs: o.gatherMs ?? envNumber('HR1_LM_GATHER_MS') ?? 1,
+    prefixCache: o.prefixCache ?? envNumber('HR1_LM_PREFIX_CACHE') ?? 128,
   });
   const temperature = o.temperature ?? meta.config.temperature;
   const topP = o.topP ?? 0.95;
@@ -109,12 +124,12 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
     window,
     stats: batcher.stats,
     bytesPerDecision: batcher.bytesPerRow,
+    sampling: { temperature, topP, maxNewTokens: meta.maxNewTokens },
+    file,
     async decide(ctx) {
       const map = slots ? slotMap(ctx.messages) : null;
       const prompt = windowWith(ctx, map);
-      // one decision's RNG: the root of its seed, fork 0 (what one-prompt sampling always drew from)
-      const rng = new Rng(hashString(`${ctx.seed}:${ctx.step}:${ctx.messages.length}`)).fork(0);
-      const [out] = await batcher.decode({ prompt, k: 1, rng, temperature, topP, maxNewTokens: meta.maxNewTokens });
+      const [out] = await batcher.decode({ prompt, k: 1, rng: decisionRng(ctx), temperature, topP, maxNewTokens: meta.maxNewTokens });
       const text = tok.decode((out?.ids ?? []).filter((i) => i !== meta.eosId));
       // a product slot the model wrote is the id it stands for in this context
       return map ? fromSlots(text, map) : text;

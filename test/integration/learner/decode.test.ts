@@ -84,7 +84,8 @@ test.serial(`decode - step by step from the cache, ORT gives torch's per-token l
 
 test.serial('decode - 40 requests of uneven lengths batched (rows joining and leaving, a cap that queues) give bitwise the samples each gets alone', async (t) => {
   const rng = new Rng(11);
-  const lens = Array.from({ length: 40 }, () => 1 + rng.int(CONFIG.maxLen - 2));
+  // one- and two-token prompts too (a one-token prefill is padded: one query row takes another kernel path)
+  const lens = [1, 2, 1, ...Array.from({ length: 37 }, () => 1 + rng.int(CONFIG.maxLen - 2))];
   const prompts = lens.map((n) => prompt(rng, n));
   const ks = lens.map((_, i) => 1 + (i % 3));
   const make = (i: number): DecodeRequest => req(prompts[i]!, 100 + i, { k: ks[i]!, maxNewTokens: 4 + (i % 9) });
@@ -101,6 +102,61 @@ test.serial('decode - 40 requests of uneven lengths batched (rows joining and le
     t.true(b.stats.peakRows > 1 && b.stats.stepRows / b.stats.stepCalls > 1.5, `batched: peak ${b.stats.peakRows} rows, mean ${(b.stats.stepRows / b.stats.stepCalls).toFixed(1)} per step`);
     t.true(b.stats.peakRows <= Math.max(maxBatch, 3));
   }
+});
+
+test.serial('decode - a prefix restored from a cache, then the rest prefilled, gives bitwise the numbers of a prefill from scratch', async (t) => {
+  const rng = new Rng(31);
+  const { KvSlab } = await import('../../../learner/graph.ts');
+  let checked = 0;
+  for (let trial = 0; trial < 12; trial++) {
+    const len = trial === 0 ? 3 : 3 + rng.int(CONFIG.maxLen - 4);
+    const p = prompt(rng, len);
+    // the first trial leaves one token to prefill after the prefix
+    const n = trial === 0 ? 2 : 1 + rng.int(len - 1);
+    const scratch = await graph.prefill([p]);
+    const head = await graph.prefill([p.slice(0, n)]);
+    const slab = new KvSlab(2, 4, 16, CONFIG.maxLen);
+    slab.ensure(3);
+    slab.fromPrefill(2, head, 0, n);
+    const saved = slab.save(2, n);
+    // a slot holding another row's stale numbers: only the restored prefix may count
+    slab.fromPrefill(1, scratch, 0, len);
+    slab.restore(1, saved, n);
+    const rest = await graph.extend([p.slice(n)], [n], slab, 1);
+    t.deepEqual(Array.from(rest.logits), Array.from(scratch.logits), `prompt of ${len}, prefix ${n}`);
+    for (let l = 0; l < 2; l++) {
+      for (let hd = 0; hd < 4 * 16; hd++) t.deepEqual(Array.from(rest.k[l]!.subarray(hd * rest.t, hd * rest.t + len - n)), Array.from(scratch.k[l]!.subarray(hd * scratch.t + n, hd * scratch.t + len)));
+    }
+    checked++;
+  }
+  t.is(checked, 12);
+});
+
+test.serial('decode - with a prefix cache, windows that share prefixes (an episode\'s next decisions) reuse most of their prompt and give bitwise the samples they get alone', async (t) => {
+  const rng = new Rng(41);
+  // 6 "episodes" of 5 windows: each keeps a head of the last one and adds new tokens
+  const eps = Array.from({ length: 6 }, () => {
+    const ws: number[][] = [prompt(rng, 10 + rng.int(20))];
+    for (let i = 1; i < 5; i++) {
+      const prev = ws[i - 1]!;
+      const keep = Math.max(1, prev.length - rng.int(8));
+      ws.push([...prev.slice(0, keep), ...prompt(rng, 2 + rng.int(10)).slice(1)].slice(0, CONFIG.maxLen - 8));
+    }
+    return ws;
+  });
+  const make = (e: number, i: number): DecodeRequest => req(eps[e]![i]!, 1000 * e + i, { maxNewTokens: 6 });
+  const want = await Promise.all(eps.map(async (ws, e) => Promise.all(ws.map((_, i) => alone(() => make(e, i))))));
+  const b = new DecodeBatcher(graph, { eosId: EOS, maxBatch: 8, gatherMs: 1, prefixCache: 16 });
+  // the episodes run at once, each decision after the last one of its episode
+  const got = await Promise.all(eps.map(async (ws, e) => {
+    const out: Sample[][] = [];
+    for (let i = 0; i < ws.length; i++) out.push(await b.decode(make(e, i)));
+    return out;
+  }));
+  t.deepEqual(got, want);
+  const share = b.stats.prefixTokens / b.stats.promptTokens;
+  t.log(`prompt tokens from the prefix cache: ${(share * 100).toFixed(0)}%`);
+  t.true(share > 0.4, `share ${share}`);
 });
 
 test.serial('decode - the engineer samples K per prompt with one prefill; the same seed gives the same samples one prompt at a time or all at once', async (t) => {

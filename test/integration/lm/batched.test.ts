@@ -28,25 +28,28 @@ const zoo: ZooConfig[] = [
 ];
 const built = buildZoo({ only: ['alf-batch', 'ws-batch'], dir, zoo, jobs: 2 });
 
-async function play(name: string, env: LmEnv, concurrency: number): Promise<{ records: EpisodeRecord[]; peak: number; meanRows: number }> {
-  const m = await lmModel(name, { dir, zoo });
+async function play(name: string, env: LmEnv, concurrency: number): Promise<{ records: EpisodeRecord[]; peak: number; meanRows: number; prefixShare: number }> {
+  // alone: one decision at a time, every prompt prefilled from scratch; else the defaults (batcher, prefix cache)
+  const m = await lmModel(name, { dir, zoo, ...(concurrency === 1 ? { maxBatch: 1, gatherMs: 0, prefixCache: 0 } : {}) });
   try {
     const episodes = taskIds(env, EVAL_SPLIT[env]).slice(0, 16).map((taskId, i) => ({ taskId, seed: 1 + (i % 3) }));
     const records = await runEpisodes(env, {}, baseHarness(), m, episodes, concurrency);
-    return { records, peak: m.stats.peakRows, meanRows: m.stats.stepRows / Math.max(1, m.stats.stepCalls) };
+    return { records, peak: m.stats.peakRows, meanRows: m.stats.stepRows / Math.max(1, m.stats.stepCalls), prefixShare: m.stats.prefixTokens / Math.max(1, m.stats.promptTokens) };
   } finally {
     await m.release();
   }
 }
 
 for (const [name, env] of [['alf-batch', 'alfworld'], ['ws-batch', 'webshop']] as const) {
-  test(`lm batched - ${env}: 16 episodes in flight on one model give byte for byte the episodes one at a time gives`, async (t) => {
+  test(`lm batched - ${env}: 16 episodes in flight on one model (batcher, prefix cache) give byte for byte the episodes one decision at a time from scratch gives`, async (t) => {
     await built;
     const one = await play(name, env, 1);
     const many = await play(name, env, 16);
     t.is(one.peak, 1);
+    t.is(one.prefixShare, 0);
     t.true(many.peak > 4, `rows in flight at most ${many.peak}`);
-    t.log(`${env}: ${many.records.reduce((a, r) => a + r.steps.length, 0)} decisions, up to ${many.peak} rows per step (mean ${many.meanRows.toFixed(1)})`);
+    t.true(many.prefixShare > 0.2, `prefix cache share ${many.prefixShare}`);
+    t.log(`${env}: ${many.records.reduce((a, r) => a + r.steps.length, 0)} decisions, up to ${many.peak} rows per step (mean ${many.meanRows.toFixed(1)}), ${(many.prefixShare * 100).toFixed(0)}% of prompt tokens from the prefix cache`);
     t.is(JSON.stringify(many.records), JSON.stringify(one.records));
     t.true(new Set(many.records.flatMap((r) => r.steps.map((s) => s.action))).size > 5, 'the episodes say different things');
   });
