@@ -38,9 +38,9 @@ export interface RolloutSpec {
 export interface RolloutOptions {
   /** replicas of the target actor group (spread over nodes). @default 1 */
   replicas?: number;
-  /** episodes per message. @default 8 */
+  /** episodes per message. @default 8 (a learned target: LM_CHUNK, 16) */
   chunk?: number;
-  /** chunks in flight per replica. @default 2 */
+  /** chunks in flight per replica. @default 2 (a learned target: LM_WINDOW, 4) */
   window?: number;
   /** worker threads per target actor for the steps of pooled envs (ALFWorld; 0 = inline). @default 0 */
   envThreads?: number;
@@ -69,6 +69,11 @@ export interface RolloutResult {
   /** resent: chunks sent again (lost, timed out, mismatched replies); rerun: episodes run again after an infra error */
   stats: { episodes: number; cached: number; ran: number; resent: number; rerun: number; ms: number; nodes: string[] };
 }
+
+/** episodes per message for a learned target (`lm/`). @default 16 */
+export const LM_CHUNK = 16;
+/** chunks in flight per replica for a learned target: with LM_CHUNK, 64 episodes decoded together. @default 4 */
+export const LM_WINDOW = 4;
 
 /** @default 3 rounds of re-running episodes that ended in an infra error */
 export const DEFAULT_INFRA_RETRIES = 3;
@@ -205,8 +210,10 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
     const slots = spec.targetOptions?.concurrency;
     const concurrency = opts.concurrency ?? (typeof slots === 'number' && slots > DEFAULT_EPISODE_CONCURRENCY ? slots : DEFAULT_EPISODE_CONCURRENCY);
     const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency, ...(envActor ? { envActor } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) });
-    const size = opts.chunk ?? 8;
-    const window = Math.max(1, replicas * (opts.window ?? 2));
+    // a learned target decodes the episodes in flight on its actor together (the decision batcher): 16 × 4 = 64 at once
+    const lm = spec.target.startsWith('lm/');
+    const size = opts.chunk ?? (lm ? LM_CHUNK : 8);
+    const window = Math.max(1, replicas * (opts.window ?? (lm ? LM_WINDOW : 2)));
     const retries = opts.retries ?? 5;
     const infraRetries = opts.infraRetries ?? DEFAULT_INFRA_RETRIES;
     for (let round = 0; ; round++) {

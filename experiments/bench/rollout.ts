@@ -4,12 +4,75 @@ import { init } from '../../cluster/init.ts';
 import { admissible, expert, loadGames, reset, step } from '../../envs/alfworld/index.ts';
 import type { EpisodeRecord } from '../../harness/index.ts';
 import { table } from '../commands/table.ts';
+import { readFileSync } from 'node:fs';
+import { Rng } from '../../cluster/rng.ts';
+import { DecodeBatcher, DEFAULT_GATHER_MS, DEFAULT_MAX_BATCH } from '../../learner/batcher.ts';
+import { Graph } from '../../learner/graph.ts';
+import { LM_CHUNK, LM_WINDOW } from '../../drivers/rollout.ts';
+import { DEFAULT_LM_PREFIX_CACHE, lmModel } from '../../policies/targets/lm/model.ts';
+import { readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { lmEpisodes, recordEpisodes, replayAll } from './lm.ts';
 
 export interface BenchRolloutOptions {
   target: string;
   tasks: number;
   seeds: number;
+  /** the learned target of the lm rows, or false for none. @default 'lm/alf-m-256-a' (skipped with a note when not built) */
+  lm?: string | false;
   log?: (l: string) => void;
+}
+
+/**
+ * The lm rows: 64 episodes of a learned target end to end through the embedded cluster (NATS,
+ * one target actor, the rollout's defaults for lm targets: 64 in flight) against the model-only
+ * rate: the same episodes' decisions replayed through the decision batcher, 64 in flight.
+ */
+export async function lmRows(target: string, log: (l: string) => void): Promise<{ e2e: number; model: number } | null> {
+  const name = target.slice(3);
+  if (!readMeta(resolveConfig(name))) {
+    log(`\nlm rows skipped: ${target} is not built (\`hr1 zoo build --only ${name}\`, about 10 minutes here)`);
+    return null;
+  }
+  const m = await lmModel(name);
+  const env = m.meta.config.envs[0]!;
+  const episodes = lmEpisodes(env, 64);
+  const rec = await recordEpisodes(m, env, 64);
+  const decisions = rec.steps;
+  // model only: every decision of the 64 episodes, 64 in flight (each stream its own episode)
+  const g = await Graph.load(readFileSync(m.file), { maxLen: m.meta.maxLen, vocabSize: m.meta.vocabSize });
+  const b = new DecodeBatcher(g, { eosId: m.meta.eosId, maxBatch: DEFAULT_MAX_BATCH, gatherMs: DEFAULT_GATHER_MS, prefixCache: DEFAULT_LM_PREFIX_CACHE });
+  const { temperature, topP, maxNewTokens } = m.sampling;
+  await m.release();
+  const modelMs = await replayAll(64, async (d) => (await b.decode({ prompt: d.prompt, k: 1, rng: new Rng(d.seed).fork(0), temperature, topP, maxNewTokens }))[0]!, rec.episodes);
+  await g.release();
+  // end to end through actors over NATS
+  const rt = await init({ inProcess: false });
+  let e2eMs = 0;
+  let records: EpisodeRecord[] = [];
+  try {
+    await rollout(rt.cluster, { env, target, episodes: lmEpisodes(env, 80).slice(64) }, { cache: null });
+    const r = await rollout(rt.cluster, { env, target, episodes }, { cache: null });
+    e2eMs = r.stats.ms;
+    records = r.records;
+  } finally {
+    await rt.shutdown();
+  }
+  const steps = records.reduce((a, r) => a + r.steps.length, 0);
+  if (steps !== decisions) log(`note: the episodes through actors took ${steps} decisions, the recorded ones ${decisions}`);
+  const e2e = (episodes.length / e2eMs) * 1000;
+  const model = (episodes.length / modelMs) * 1000;
+  log(`\n${target} (learned, ${env}, ${episodes.length} episodes, ${decisions} decisions, vanilla harness):`);
+  log(
+    table(
+      ['what', 'episodes/s', 'decisions/s', 'success', '÷ model only'],
+      [
+        [`end to end, nats, 1 target actor, ${LM_CHUNK * LM_WINDOW} in flight`, e2e.toFixed(2), ((steps / e2eMs) * 1000).toFixed(0), `${(summarizeRecords(records).success * 100).toFixed(1)}%`, (e2e / model).toFixed(2)],
+        ['model only: the same decisions through the batcher, 64 in flight', model.toFixed(2), ((decisions / modelMs) * 1000).toFixed(0), '-', '1.00'],
+      ],
+    ),
+  );
+  log(`target: lm end to end ≥ 0.70 of the model-only rate: ${(e2e / model).toFixed(2)} (${e2e / model >= 0.7 ? 'met' : 'NOT met'})`);
+  return { e2e, model };
 }
 
 /** Replays the records' actions on the bare env (no harness, no model, no messages): the env-only bound. */
@@ -96,4 +159,5 @@ export async function benchRollout(o: BenchRolloutOptions): Promise<void> {
   log(table(['what', 'episodes/s', 'steps/s', 'success', '÷ step-only / ÷ step+adm+oracle'], rows));
   const bestE2E = Math.max(...rows.slice(0, e2e).map((r) => Number(r[2])));
   log(`\ntarget: end to end ≥ 0.50 of the env-only bound. Best end to end: ${(bestE2E / bound).toFixed(2)} of the bare step function (${bestE2E / bound >= 0.5 ? 'met' : 'NOT met'}), ${(bestE2E / needed).toFixed(2)} of the env work a rollout needs (${bestE2E / needed >= 0.5 ? 'met' : 'NOT met'})`);
+  if (o.lm !== false) await lmRows(o.lm ?? 'lm/alf-m-256-a', log);
 }

@@ -167,11 +167,14 @@ program
 
 bench
   .command('rollout')
-  .description('ALFWorld episodes end to end with a SIMULATED target vs the env-only bound: in-process vs NATS, 0/1/2 env threads')
+  .description('ALFWorld episodes end to end with a SIMULATED target vs the env-only bound: in-process vs NATS, 0/1/2 env threads; then a learned target end to end vs its model-only rate')
   .option('--target <spec>', 'sim target', 'sim/qwen-8b')
   .option('--tasks <n>', 'tasks', parsePositiveInt('--tasks'), 100)
   .option('--seeds <n>', 'seeds per task', parsePositiveInt('--seeds'), 2)
+  .option('--lm <spec>', 'the learned target of the lm rows (skipped with a note when not built)', 'lm/alf-m-256-a')
+  .option('--no-lm', 'no lm rows')
   .action(async (o) => {
+    if (o.lm !== false && !String(o.lm).startsWith('lm/')) throw new CommanderError(2, 'hr1.bad-option', `--lm must be a learned target lm/NAME, got ${o.lm}`);
     const { benchRollout } = await import('../bench/rollout.ts');
     await benchRollout(o);
   });
@@ -205,7 +208,7 @@ bench
   .description("a learned target's decisions/s: the path before the cache vs the key/value cache vs the cache + decision batcher (16 and 64 in flight) vs the FLOP bound, interleaved in one run")
   .option('--target <spec>', 'learned target (built on demand)', 'lm/alf-m-256-a')
   .option('--seconds <s>', 'timed seconds in all, shared by the contenders', parseNumberOpt('--seconds', { min: 1, max: 3600 }), 24)
-  .option('--episodes <n>', 'episodes whose decisions are replayed', parsePositiveInt('--episodes'), 16)
+  .option('--episodes <n>', 'episodes whose decisions are replayed (each stream in flight replays its own)', parsePositiveInt('--episodes'), 64)
   .option('--rounds <n>', 'interleaved rounds', parsePositiveInt('--rounds'), 3)
   .option('--sweep', 'also time batch caps × gathering windows (how the defaults were chosen)')
   .option('--no-memory', 'skip the 64-in-flight memory check on the largest zoo model')

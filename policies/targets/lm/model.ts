@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng, hashString } from '../../../cluster/rng.ts';
 import type { DecisionContext, Model } from '../../../harness/index.ts';
-import { DecodeBatcher, type BatcherStats } from '../../../learner/batcher.ts';
+import { DecodeBatcher, DEFAULT_GATHER_MS, DEFAULT_MAX_BATCH, type BatcherStats } from '../../../learner/batcher.ts';
 import { SamplerError } from '../../../learner/errors.ts';
 import { Graph } from '../../../learner/graph.ts';
 import { isDecodeGraph } from '../../../learner/onnx-meta.ts';
@@ -31,7 +31,7 @@ export interface LmModelOptions {
   topP?: number;
   /** the config table. @default ZOO */
   zoo?: readonly ZooConfig[];
-  /** decisions decoded at once. @default HR1_LM_BATCH, else 32 (docs/LMTARGETS.md: how it was chosen) */
+  /** decisions decoded at once. @default HR1_LM_BATCH, else DEFAULT_MAX_BATCH (16; docs/LMTARGETS.md: how it was chosen) */
   maxBatch?: number;
   /** how long an idle model waits for more decisions before it starts. @default HR1_LM_GATHER_MS, else 1 (ms) */
   gatherMs?: number;
@@ -47,6 +47,9 @@ const envNumber = (name: string): number | undefined => {
   if (!Number.isFinite(n) || n < 0) throw new LmTargetError('LM_BAD_OPTION', `${name}=${v} is not a number ≥ 0`, { data: { name, value: v } });
   return n;
 };
+
+/** Finished decisions whose prompt caches an lm target keeps. @default 128 */
+export const DEFAULT_LM_PREFIX_CACHE = 128;
 
 /**
  * A decision's RNG: from the episode seed, the step and the context length (so a decision does
@@ -107,9 +110,9 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
   }
   const batcher = new DecodeBatcher(graph, {
     eosId: meta.eosId,
-    maxBatch: o.maxBatch ?? envNumber('HR1_LM_BATCH') ?? 32,
-    gatherMs: o.gatherMs ?? envNumber('HR1_LM_GATHER_MS') ?? 1,
-    prefixCache: o.prefixCache ?? envNumber('HR1_LM_PREFIX_CACHE') ?? 128,
+    maxBatch: o.maxBatch ?? envNumber('HR1_LM_BATCH') ?? DEFAULT_MAX_BATCH,
+    gatherMs: o.gatherMs ?? envNumber('HR1_LM_GATHER_MS') ?? DEFAULT_GATHER_MS,
+    prefixCache: o.prefixCache ?? envNumber('HR1_LM_PREFIX_CACHE') ?? DEFAULT_LM_PREFIX_CACHE,
   });
   const temperature = o.temperature ?? meta.config.temperature;
   const topP = o.topP ?? 0.95;
