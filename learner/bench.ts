@@ -47,6 +47,14 @@ const prompt = [1, ...seq(P - 1)];
 const noEos = () => Array.from({ length: V - 3 }, (_, i) => i + 3);
 rows.push([`sample K=8, prompt ${P}, ${C} new tokens`, await time(3, () => eng.sample([prompt], { k: 8, maxNewTokens: C, seed: 1, constraint: noEos }))]);
 rows.push([`sample K=8, prompt ${P}, 16 new tokens`, await time(3, () => eng.sample([prompt], { k: 8, maxNewTokens: 16, seed: 1, constraint: noEos }))]);
+rows.push([`sample 16 prompts × K=8, ${C} new tokens`, await time(2, () => eng.sample(Array.from({ length: 16 }, (_, i) => [1, ...seq(P - 1 - i)]), { k: 8, maxNewTokens: C, seed: 1, constraint: noEos }))]);
+// the path before the cache: a full graph, one forward over the window per token
+const fullPath = join(dir, 'full.onnx');
+await lp.export({ path: fullPath, graph: 'full' });
+const full = await OnnxEngineer.fromPath(fullPath, { eosId: 2, maxLen: 256 });
+rows.push([`full graph: sample K=8, prompt ${P}, ${C} new tokens`, await time(2, () => full.sample([prompt], { k: 8, maxNewTokens: C, seed: 1, constraint: noEos }))]);
+rows.push([`full graph: sample K=8, prompt ${P}, 16 new tokens`, await time(3, () => full.sample([prompt], { k: 8, maxNewTokens: 16, seed: 1, constraint: noEos }))]);
+await full.release();
 await eng.release();
 await lp.close();
 rmSync(dir, { recursive: true, force: true });

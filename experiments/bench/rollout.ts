@@ -12,6 +12,7 @@ import { LM_CHUNK, LM_WINDOW } from '../../drivers/rollout.ts';
 import { DEFAULT_LM_PREFIX_CACHE, lmModel } from '../../policies/targets/lm/model.ts';
 import { readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
 import { lmEpisodes, recordEpisodes, replayAll } from './lm.ts';
+import { ensureLmTargets } from '../exp/common.ts';
 
 export interface BenchRolloutOptions {
   target: string;
@@ -33,6 +34,8 @@ export async function lmRows(target: string, log: (l: string) => void): Promise<
     log(`\nlm rows skipped: ${target} is not built (\`hr1 zoo build --only ${name}\`, about 10 minutes here)`);
     return null;
   }
+  // built before the decode graph: re-exported from its checkpoint (seconds)
+  await ensureLmTargets([target], log);
   const m = await lmModel(name);
   const env = m.meta.config.envs[0]!;
   const episodes = lmEpisodes(env, 64);

@@ -6,7 +6,7 @@
 import { runEpisode } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds, type LmEnv } from './bc.ts';
 import { lmModel } from './model.ts';
-import { modelDir, readMeta, resolveConfig, ZOO, type ZooConfig } from './zoo.ts';
+import { LM_SERVING_VERSION, modelDir, readMeta, resolveConfig, ZOO, type ZooConfig } from './zoo.ts';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -41,10 +41,11 @@ export interface VanillaResult {
 
 /**
  * Vanilla success of one built model on an env. The result is cached next to the model
- * (`vanilla-<env>-<tasks>x<seeds>.json`; the episodes are seeded, so it is what a re-run gives).
+ * (`vanilla-<env>-<tasks>x<seeds>-s<serving version>.json`; the episodes are seeded, so it is what a re-run gives).
  */
 export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: number; seeds?: number; dir?: string; zoo?: readonly ZooConfig[]; fresh?: boolean } = {}): Promise<VanillaResult> {
-  const file = join(modelDir(resolveConfig(name, o.zoo), o.dir), `vanilla-${env}-${o.tasks ?? 20}x${o.seeds ?? 1}.json`);
+  // the serving version decides the episodes too (a cached figure of another version is measured again)
+  const file = join(modelDir(resolveConfig(name, o.zoo), o.dir), `vanilla-${env}-${o.tasks ?? 20}x${o.seeds ?? 1}-s${LM_SERVING_VERSION}.json`);
   if (!o.fresh && existsSync(file)) {
     const hit = JSON.parse(readFileSync(file, 'utf8')) as Partial<VanillaResult>;
     if (typeof hit.score === 'number') return hit as VanillaResult;
