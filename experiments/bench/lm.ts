@@ -308,13 +308,16 @@ export async function benchLm(o: BenchLmOptions): Promise<BenchLmResult> {
 
   let sweep: BenchLmResult['sweep'];
   if (o.sweep) {
+    // each setting replays whole episodes (early and late decisions alike), 16 or 64 at once
     sweep = [];
-    for (const streams of [16, 64]) {
-      for (const maxBatch of [8, 12, 16, 24, 32, 64]) {
-        for (const gatherMs of [0, 1, 2]) {
+    for (const n of [16, 64]) {
+      const some = eps.slice(0, n);
+      const count = some.reduce((a, e) => a + e.length, 0);
+      for (const maxBatch of [8, 16, 32, 64]) {
+        for (const gatherMs of [0, 1]) {
           const bb = new DecodeBatcher(dec, { eosId: meta.eosId, maxBatch, gatherMs, prefixCache: DEFAULT_LM_PREFIX_CACHE });
-          const x = await runFor(Math.max(1000, slice), streamsOf(streams), async (d) => (await bb.decode(req(d)))[0]!, eps);
-          sweep.push({ streams, maxBatch, gatherMs, decisions_per_s: (x.decisions / x.ms) * 1000 });
+          const ms = await replayAll(n, async (d) => (await bb.decode(req(d)))[0]!, some);
+          sweep.push({ streams: n, maxBatch, gatherMs, decisions_per_s: (count / ms) * 1000 });
         }
       }
     }

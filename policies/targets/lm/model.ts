@@ -31,7 +31,7 @@ export interface LmModelOptions {
   topP?: number;
   /** the config table. @default ZOO */
   zoo?: readonly ZooConfig[];
-  /** decisions decoded at once. @default HR1_LM_BATCH, else DEFAULT_MAX_BATCH (16; docs/LMTARGETS.md: how it was chosen) */
+  /** decisions decoded at once. @default HR1_LM_BATCH, else DEFAULT_MAX_BATCH (32; docs/LMTARGETS.md: how it was chosen) */
   maxBatch?: number;
   /** how long an idle model waits for more decisions before it starts. @default HR1_LM_GATHER_MS, else 1 (ms) */
   gatherMs?: number;
