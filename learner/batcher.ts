@@ -15,8 +15,8 @@
  */
 import type { Rng } from '../cluster/rng.ts';
 import { SamplerError } from './errors.ts';
-import { KvSlab, type Graph, type PrefillOut, type StepOut } from './graph.ts';
-import { logSoftmaxAt, pick } from './sampling.ts';
+import { KvSlab, type Graph, type PrefillOut, type SavedRow, type StepOut } from './graph.ts';
+import { pickWithLogprob } from './sampling.ts';
 
 /** Allowed next ids after `prefix` (null: every id). */
 export type Constraint = (prefix: readonly number[], prompt: readonly number[]) => readonly number[] | null;
@@ -61,6 +61,8 @@ export const DEFAULT_MAX_BATCH = 32;
 export const DEFAULT_GATHER_MS = 1;
 /** @default 16 */
 export const DEFAULT_PREFILL_ROWS = 16;
+/** the share of a prefill's tokens that may be padding before a row starts the next call */
+const PAD_WASTE = 0.15;
 
 export interface BatcherStats {
   requests: number;
@@ -90,11 +92,9 @@ interface Pending {
 }
 
 interface PrefixEntry {
-  /** the tokens whose keys and values are kept */
+  /** the tokens whose keys and values are kept (the slot's first tokens.length positions) */
   tokens: number[];
-  k: Float32Array[];
-  v: Float32Array[];
-  len: number;
+  row: SavedRow;
 }
 
 interface Row {
@@ -144,7 +144,7 @@ export class DecodeBatcher {
 
   /** bytes the cache holds now: the slots (they grow with the most rows in flight) and the kept prefixes */
   get cacheBytes(): number {
-    return this.slab.bytes + this.prefixes.reduce((a, e) => a + e.len * this.slab.nHeads * this.slab.headDim * 4 * 2 * this.slab.nLayers, 0);
+    return this.slab.bytes + this.prefixes.length * this.slab.bytesPerRow;
   }
 
   /** Decode one request; its samples in row order. Bad input is a SAMPLER_INPUT error for this request only. */
@@ -194,9 +194,9 @@ export class DecodeBatcher {
     const { req } = p;
     const V = this.graph.vocab;
     const allowed = req.constraint ? req.constraint(s.ids, req.prompt) : null;
-    const tok = pick(data, off, V, req.temperature, req.topP, allowed, req.rng);
+    const { tok, logprob } = pickWithLogprob(data, off, V, req.temperature, req.topP, allowed, req.rng);
     s.ids.push(tok);
-    s.logprobs.push(logSoftmaxAt(data, off, V, req.temperature === 0 ? 1 : req.temperature, tok));
+    s.logprobs.push(logprob);
     this.stats.tokens++;
     if (tok === this.o.eosId) s.finished = true;
     return !s.finished && s.ids.length < req.maxNewTokens && req.prompt.length + s.ids.length < this.graph.maxLen;
@@ -250,8 +250,9 @@ export class DecodeBatcher {
   private remember(r: Row, slot: number): void {
     const len = r.p.req.prompt.length;
     if (this.prefixCache <= 0 || r.p.req.k !== 1 || len < 2) return;
-    if (this.prefixes.length >= this.prefixCache) this.prefixes.shift();
-    this.prefixes.push({ tokens: [...r.p.req.prompt], ...this.slab.save(slot, len) });
+    // the oldest entry's buffers take the new one (no allocation once the cache is full)
+    const old = this.prefixes.length >= this.prefixCache ? this.prefixes.shift() : undefined;
+    this.prefixes.push({ tokens: [...r.p.req.prompt], row: this.slab.save(slot, old?.row) });
   }
 
   /**
@@ -285,7 +286,7 @@ export class DecodeBatcher {
     this.slab.ensure(first + order.reduce((a, p) => a + p.req.k, 0));
     const lead: Row[] = order.map((p, i) => {
       const n = skip(p);
-      if (n > 0) this.slab.restore(first + i, hits.get(p)!.entry, n);
+      if (n > 0) this.slab.restore(first + i, hits.get(p)!.entry.row);
       return { p, j: 0, s: p.samples[0]!, pos: n };
     });
     this.rows.push(...lead);
@@ -293,9 +294,25 @@ export class DecodeBatcher {
     for (const p of order) for (let j = 1; j < p.req.k; j++) this.rows.push({ p, j, s: p.samples[j]!, pos: 0 });
     this.stats.peakRows = Math.max(this.stats.peakRows, this.rows.length);
     const logits = new Map<Pending, { data: Float32Array; off: number }>();
-    for (let i = 0; i < order.length; i += this.prefillRows) {
-      const chunk = lead.slice(i, i + this.prefillRows);
-      const rest = (r: Row): number[] => r.p.req.prompt.slice(r.pos);
+    // chunks of similar lengths (shortest first): a row joins while the chunk wastes at most
+    // PAD_WASTE of its tokens on padding, up to prefillRows rows
+    const rest = (r: Row): number[] => r.p.req.prompt.slice(r.pos);
+    const need = (r: Row): number => Math.max(2, r.p.req.prompt.length - r.pos);
+    const bounds: [number, number][] = [];
+    for (let i = 0; i < lead.length; ) {
+      let j = i + 1;
+      let sum = need(lead[i]!);
+      while (j < lead.length && j - i < this.prefillRows) {
+        const n = need(lead[j]!);
+        if (n * (j - i + 1) > (sum + n) * (1 + PAD_WASTE)) break;
+        sum += n;
+        j++;
+      }
+      bounds.push([i, j]);
+      i = j;
+    }
+    for (const [i, end] of bounds) {
+      const chunk = lead.slice(i, end);
       try {
         this.stats.prefillCalls++;
         const pre = await this.graph.extend(chunk.map(rest), chunk.map((r) => r.pos), this.slab, first + i);

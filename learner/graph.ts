@@ -74,6 +74,12 @@ export interface StepOut {
   v: Float32Array[];
 }
 
+/** One slot's keys and values, copied out (KvSlab.save). */
+export interface SavedRow {
+  k: Float32Array[];
+  v: Float32Array[];
+}
+
 /**
  * Key/value slots for the rows being decoded: per layer, keys [cap, H, Dh, maxLen] and values
  * [cap, H, maxLen, Dh]. Rows in flight hold slots 0..n-1, so a step's cache is one contiguous view.
@@ -142,34 +148,23 @@ export class KvSlab {
     }
   }
 
-  /** the first `len` positions of `slot`, compactly ([H, Dh, len] keys, [H, len, Dh] values per layer) */
-  save(slot: number, len: number): { k: Float32Array[]; v: Float32Array[]; len: number } {
-    const { nHeads: H, headDim: Dh, maxLen: M } = this;
-    const out = { k: [] as Float32Array[], v: [] as Float32Array[], len };
+  /** a copy of `slot` (every layer's keys and values), into `into`'s buffers when given (no allocation) */
+  save(slot: number, into?: SavedRow): SavedRow {
+    const out = into ?? { k: Array.from({ length: this.nLayers }, () => new Float32Array(this.row)), v: Array.from({ length: this.nLayers }, () => new Float32Array(this.row)) };
+    const base = slot * this.row;
     for (let l = 0; l < this.nLayers; l++) {
-      const k = new Float32Array(H * Dh * len);
-      const v = new Float32Array(H * len * Dh);
-      const base = slot * this.row;
-      for (let h = 0; h < H; h++) {
-        for (let d = 0; d < Dh; d++) k.set(this.k[l]!.subarray(base + (h * Dh + d) * M, base + (h * Dh + d) * M + len), (h * Dh + d) * len);
-        v.set(this.v[l]!.subarray(base + h * M * Dh, base + (h * M + len) * Dh), h * len * Dh);
-      }
-      out.k.push(k);
-      out.v.push(v);
+      out.k[l]!.set(this.k[l]!.subarray(base, base + this.row));
+      out.v[l]!.set(this.v[l]!.subarray(base, base + this.row));
     }
     return out;
   }
 
-  /** the first `n` positions of a saved prefix into `slot` */
-  restore(slot: number, saved: { k: Float32Array[]; v: Float32Array[]; len: number }, n: number): void {
-    const { nHeads: H, headDim: Dh, maxLen: M } = this;
-    const len = saved.len;
+  /** a saved row back into `slot` (its positions past the ones that count are masked or written over) */
+  restore(slot: number, saved: SavedRow): void {
+    const base = slot * this.row;
     for (let l = 0; l < this.nLayers; l++) {
-      const base = slot * this.row;
-      for (let h = 0; h < H; h++) {
-        for (let d = 0; d < Dh; d++) this.k[l]!.set(saved.k[l]!.subarray((h * Dh + d) * len, (h * Dh + d) * len + n), base + (h * Dh + d) * M);
-        this.v[l]!.set(saved.v[l]!.subarray(h * len * Dh, (h * len + n) * Dh), base + h * M * Dh);
-      }
+      this.k[l]!.set(saved.k[l]!, base);
+      this.v[l]!.set(saved.v[l]!, base);
     }
   }
 

@@ -118,10 +118,10 @@ test.serial('decode - a prefix restored from a cache, then the rest prefilled, g
     const slab = new KvSlab(2, 4, 16, CONFIG.maxLen);
     slab.ensure(3);
     slab.fromPrefill(2, head, 0, n);
-    const saved = slab.save(2, n);
-    // a slot holding another row's stale numbers: only the restored prefix may count
+    const saved = slab.save(2);
+    // a slot holding another row's numbers: only the restored prefix may count
     slab.fromPrefill(1, scratch, 0, len);
-    slab.restore(1, saved, n);
+    slab.restore(1, saved);
     const rest = await graph.extend([p.slice(n)], [n], slab, 1);
     t.deepEqual(Array.from(rest.logits), Array.from(scratch.logits), `prompt of ${len}, prefix ${n}`);
     for (let l = 0; l < 2; l++) {
