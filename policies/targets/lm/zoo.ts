@@ -249,15 +249,19 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const dir = modelDir(c, o.dir);
   const cachedMeta = o.force ? null : readMeta(c, o.dir);
   if (cachedMeta) {
-    tick(c.steps);
-    if (!existsSync(join(dir, 'model.pt')) || isDecodeGraph(readFileSync(join(dir, 'model.onnx')))) {
-      o.log?.(`lm/${c.id}: cached (${dir})`);
-    } else {
-      // built before the decode graph: the same weights, exported again from the checkpoint
-      await reexport(dir, o);
-      o.log?.(`lm/${c.id}: cached; re-exported its decode graph (serving version ${LM_SERVING_VERSION}) from model.pt (${dir})`);
+    const onnx = join(dir, 'model.onnx');
+    const current = existsSync(onnx) && isDecodeGraph(readFileSync(onnx));
+    if (current || existsSync(join(dir, 'model.pt'))) {
+      tick(c.steps);
+      if (current) o.log?.(`lm/${c.id}: cached (${dir})`);
+      else {
+        // built before the decode graph: the same weights, exported again from the checkpoint
+        await reexport(dir, o);
+        o.log?.(`lm/${c.id}: cached; re-exported its decode graph (serving version ${LM_SERVING_VERSION}) from model.pt (${dir})`);
+      }
+      return { id: c.id, hash: c.hash, dir, cached: true, params: cachedMeta.params, lossFirst: cachedMeta.lossFirst, lossLast: cachedMeta.lossLast, ms: 0 };
     }
-    return { id: c.id, hash: c.hash, dir, cached: true, params: cachedMeta.params, lossFirst: cachedMeta.lossFirst, lossLast: cachedMeta.lossLast, ms: 0 };
+    o.log?.(`lm/${c.id}: its model is missing or older than the decode graph and it has no checkpoint to export from; building it again`);
   }
   const baseMeta = c.base ? readMeta(c.base, o.dir) : null;
   if (c.base && !baseMeta) throw new LmTargetError('LM_NOT_BUILT', `lm/${c.id} trains further from lm/${c.base.id}, which is not built; build it first`, { data: { base: c.base.id } });
