@@ -64,16 +64,22 @@ async function measureFresh(name: string, env: LmEnv, o: { tasks?: number; seeds
   let noop = 0;
   let n = 0;
   try {
-    for (let seed = 1; seed <= (o.seeds ?? 1); seed++) {
-      for (const t of tasks) {
-        const rec = await runEpisode(envFactory(env, t), { model: m, seed });
-        n++;
-        won += rec.outcome.won ? 1 : 0;
-        reward += rec.outcome.reward ?? 0;
-        steps += rec.steps.length;
-        // ALFWorld answers "Nothing happens."; WebShop shows the same page again after a click or search that did nothing
-        noop += rec.steps.filter((s, i) => s.observation.startsWith('Nothing happens') || /invalid|not (valid|available)/i.test(s.observation.slice(0, 60)) || (env === 'webshop' && s.observation === (i > 0 ? rec.steps[i - 1]!.observation : null))).length;
-      }
+    const eps = Array.from({ length: o.seeds ?? 1 }, (_, k) => tasks.map((t) => ({ t, seed: k + 1 }))).flat();
+    const recs = new Array<Awaited<ReturnType<typeof runEpisode>>>(eps.length);
+    // 64 episodes in flight: the model decodes their decisions together (the same episodes as one at a time)
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(64, eps.length) }, async () => {
+        for (let i = next++; i < eps.length; i = next++) recs[i] = await runEpisode(envFactory(env, eps[i]!.t), { model: m, seed: eps[i]!.seed });
+      }),
+    );
+    for (const rec of recs) {
+      n++;
+      won += rec.outcome.won ? 1 : 0;
+      reward += rec.outcome.reward ?? 0;
+      steps += rec.steps.length;
+      // ALFWorld answers "Nothing happens."; WebShop shows the same page again after a click or search that did nothing
+      noop += rec.steps.filter((s, i) => s.observation.startsWith('Nothing happens') || /invalid|not (valid|available)/i.test(s.observation.slice(0, 60)) || (env === 'webshop' && s.observation === (i > 0 ? rec.steps[i - 1]!.observation : null))).length;
     }
   } finally {
     await m.release();
