@@ -379,7 +379,8 @@ const zoo = program.command('zoo').description('learned lm/ targets: small model
 zoo
   .command('build')
   .description('build zoo targets deterministically (cached by config hash under .hr1/zoo/)')
-  .option('--only <list>', 'names, comma-separated (default: all)', list)
+  .option('--config <file>', 'a YAML file of your own zoo entries (their names become lm/<name>; elsewhere give HR1_ZOO_CONFIG=FILE)')
+  .option('--only <list>', 'names, comma-separated (default: all, or the --config file\'s entries)', list)
   .option('--tiny', 'build the <name>@tiny variants (few steps; what CI builds)')
   .option('--force', 'rebuild even when cached')
   .option('--jobs <n>', 'builds at once, one torch thread each (default: the CPU count, at most 4)', parsePositiveInt('--jobs'))
@@ -388,8 +389,18 @@ zoo
     await zooBuild(o);
   });
 zoo
+  .command('list')
+  .description('every known lm/ target (built-in and a --config file\'s), its config and whether it is built')
+  .option('--config <file>', 'a YAML file of your own zoo entries')
+  .option('--json', 'print one JSON array')
+  .action(async (o) => {
+    const { zooList } = await import('../commands/zoo.ts');
+    await zooList(o);
+  });
+zoo
   .command('table')
   .description('measure built zoo targets\' vanilla success and print (or write) the markdown table')
+  .option('--config <file>', 'a YAML file of your own zoo entries')
   .option('--tasks <n>', 'tasks per env (the first of its evaluation split)', parsePositiveInt('--tasks'), 20)
   .option('--seeds <n>', 'seeds', parsePositiveInt('--seeds'), 1)
   .option('--only <list>', 'names', list)

@@ -1,10 +1,26 @@
-/** `hr1 zoo build` and `hr1 zoo table`. */
-import { readFileSync, writeFileSync } from 'node:fs';
+/** `hr1 zoo build`, `hr1 zoo list` and `hr1 zoo table`. */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { table } from './table.ts';
 
 const log = (l: string) => process.stderr.write(`${l}\n`);
 
+/**
+ * A user's zoo file for this command and everything it starts (actors, child processes): checked
+ * now (LM_BAD_CONFIG naming the entry and field), then named by HR1_ZOO_CONFIG. Its entry names.
+ */
+export async function useZooConfig(file: string | undefined): Promise<string[] | undefined> {
+  if (!file) return undefined;
+  const lm = await import('../../policies/targets/lm/index.ts');
+  const entries = lm.loadZooConfig(resolve(file), lm.ZOO);
+  process.env[lm.ZOO_CONFIG_ENV] = resolve(file);
+  return entries.map((e) => e.name);
+}
+
 export interface ZooBuildOptions {
+  /** a user's zoo file (its entries join the zoo; without --only, they are what is built) */
+  config?: string | undefined;
   only?: string[] | undefined;
   tiny?: boolean | undefined;
   force?: boolean | undefined;
@@ -13,13 +29,41 @@ export interface ZooBuildOptions {
 }
 
 export async function zooBuild(o: ZooBuildOptions): Promise<void> {
+  const mine = await useZooConfig(o.config);
   const lm = await import('../../policies/targets/lm/index.ts');
   const jobs = o.jobs ?? Math.min(4, availableParallelism());
-  const r = await lm.buildZoo({ ...(o.only ? { only: o.only } : {}), tiny: !!o.tiny, force: !!o.force, jobs, progress: true, log });
+  const only = o.only ?? mine;
+  const r = await lm.buildZoo({ ...(only ? { only } : {}), tiny: !!o.tiny, force: !!o.force, jobs, progress: true, log });
   console.log(`${r.length} target(s) built or cached`);
 }
 
+export interface ZooListOptions {
+  config?: string | undefined;
+  json?: boolean | undefined;
+}
+
+/** `hr1 zoo list`: every known target (built-in and the user's), built or not. */
+export async function zooList(o: ZooListOptions): Promise<void> {
+  const mine = new Set(await useZooConfig(o.config));
+  const lm = await import('../../policies/targets/lm/index.ts');
+  const { isDecodeGraph } = await import('../../learner/onnx-meta.ts');
+  const rows = lm.knownZoo().map((z) => {
+    const c = lm.resolveConfig(z.name);
+    const dir = lm.modelDir(c);
+    const onnx = join(dir, 'model.onnx');
+    const built = !lm.readMeta(c) || !existsSync(onnx) ? 'no' : isDecodeGraph(readFileSync(onnx)) ? 'yes' : 'stale';
+    return { name: z.name, target: `lm/${z.name}`, envs: c.envs, dModel: c.dModel, nLayers: c.nLayers, nHeads: c.nHeads, dFf: c.dFf, maxLen: c.maxLen, episodes: c.episodes, steps: c.steps, seed: c.seed, base: c.base?.name ?? null, hash: c.hash, built, source: mine.has(z.name) ? 'config' : 'built-in', dir, note: c.note };
+  });
+  if (o.json) {
+    console.log(JSON.stringify(rows));
+    return;
+  }
+  console.log(table(['target', 'envs', 'd × layers', 'ctx', 'episodes', 'steps', 'seed', 'base', 'built', 'source', 'note'], rows.map((r) => [r.target, r.envs.join(','), `${r.dModel} × ${r.nLayers}`, r.maxLen, r.episodes, r.steps, r.seed, r.base ?? '', r.built, r.source, r.note])));
+  console.log(`\n${rows.length} targets, ${rows.filter((r) => r.built === 'yes').length} built (${lm.zooDir()}); build with \`hr1 zoo build --only NAME\`${o.config ? ` --config ${o.config}` : ''}`);
+}
+
 export interface ZooTableOptions {
+  config?: string | undefined;
   tasks: number;
   seeds: number;
   only?: string[] | undefined;
@@ -29,6 +73,7 @@ export interface ZooTableOptions {
 }
 
 export async function zooTableCommand(o: ZooTableOptions): Promise<void> {
+  await useZooConfig(o.config);
   const lm = await import('../../policies/targets/lm/index.ts');
   const md = await lm.zooTable({ tasks: o.tasks, seeds: o.seeds, jobs: o.jobs ?? Math.min(4, availableParallelism()), log, ...(o.only ? { only: o.only } : {}) });
   console.log(md);

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { parseTargetSpec } from '../../policies/targets/spec.ts';
-import { ZOO } from '../../policies/targets/lm/zoo.ts';
+import { knownZoo } from '../../policies/targets/lm/zoo.ts';
 import { SIM_PROFILES } from '../../policies/targets/sim/profiles.ts';
 import { bootstrapStrata, pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { taskSeedMatrix } from '../report/data.ts';
@@ -46,8 +46,8 @@ export function tunedOf(target: string): string {
   if (s.kind === 'lm') {
     const tiny = s.name.endsWith('@tiny');
     const base = tiny ? s.name.slice(0, -5) : s.name;
-    const ft = ZOO.find((z) => z.base === base);
-    if (!ft) throw new ExpError('EXP_CONFIG', `coevolve.tuned: the zoo has no fine-tuned variant of lm/${base} (those with one: ${ZOO.filter((z) => z.base).map((z) => `lm/${z.base}`).join(', ')}); give tuned explicitly`, { path: 'coevolve.tuned' });
+    const ft = knownZoo().find((z) => z.base === base);
+    if (!ft) throw new ExpError('EXP_CONFIG', `coevolve.tuned: the zoo has no fine-tuned variant of lm/${base} (those with one: ${knownZoo().filter((z) => z.base).map((z) => `lm/${z.base}`).join(', ')}); give tuned explicitly`, { path: 'coevolve.tuned' });
     return `lm/${ft.name}${tiny ? '@tiny' : ''}`;
   }
   const p = s.kind === 'sim' ? SIM_PROFILES.find((x) => x.name === s.profile) : undefined;

@@ -22,6 +22,7 @@ export {
   LM_SERVING_VERSION,
   DEFAULT_ZOO_DIR,
   buildZoo,
+  knownZoo,
   resolveConfig,
   readMeta,
   modelDir,
@@ -32,5 +33,6 @@ export {
   type BuildOptions,
   type BuildResult,
 } from './zoo.ts';
+export { parseZooConfig, loadZooConfig, ZOO_CONFIG_ENV } from './user-zoo.ts';
 export { lmModel, decisionRng, type LmModel, type LmModelOptions } from './model.ts';
 export { zooTable, measureVanilla, spliceZooTable, ZOO_TABLE_BEGIN, ZOO_TABLE_END, type ZooTableOptions, type VanillaResult } from './table.ts';

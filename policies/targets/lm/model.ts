@@ -29,7 +29,7 @@ export interface LmModelOptions {
   temperature?: number;
   /** @default 0.95 */
   topP?: number;
-  /** the config table. @default ZOO */
+  /** the config table. @default knownZoo() (ZOO and HR1_ZOO_CONFIG's entries) */
   zoo?: readonly ZooConfig[];
   /** decisions decoded at once. @default HR1_LM_BATCH, else DEFAULT_MAX_BATCH (32; docs/LMTARGETS.md: how it was chosen) */
   maxBatch?: number;

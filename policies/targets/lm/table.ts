@@ -6,7 +6,7 @@
 import { runEpisode } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds, type LmEnv } from './bc.ts';
 import { lmModel } from './model.ts';
-import { LM_SERVING_VERSION, modelDir, readMeta, resolveConfig, ZOO, type ZooConfig } from './zoo.ts';
+import { LM_SERVING_VERSION, knownZoo, modelDir, readMeta, resolveConfig, type ZooConfig } from './zoo.ts';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -96,7 +96,7 @@ const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
  * console.log(await zooTable({ tasks: 20, seeds: 1 }));
  */
 export async function zooTable(o: ZooTableOptions = {}): Promise<string> {
-  const zoo = o.zoo ?? ZOO;
+  const zoo = o.zoo ?? knownZoo();
   const ids = o.only ?? zoo.flatMap((z) => {
     const full = resolveConfig(z.name, zoo);
     const tiny = resolveConfig(`${z.name}@tiny`, zoo);

@@ -7,7 +7,7 @@
  * `<name>-ft` configs are the base model trained further on fresh data (the co-evolution targets).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { Rng } from '../../../cluster/rng.ts';
@@ -20,6 +20,7 @@ import { BOS_ID, EOS_ID, LmTokenizer, PAD_ID } from './tokenizer.ts';
 import { harvestWords } from './vocab.ts';
 import { SLOT_WORD } from './slots.ts';
 import { isDecodeGraph } from '../../../learner/onnx-meta.ts';
+import { loadZooConfig, ZOO_CONFIG_ENV } from './user-zoo.ts';
 
 /** bumped when training changes what a config builds (so old caches are not reused) */
 export const LM_TRAIN_VERSION = 4;
@@ -109,6 +110,26 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 500, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
 ] satisfies ZooConfig[]);
 
+let userZoo: { path: string; mtimeMs: number; entries: readonly ZooConfig[] } | null = null;
+
+/**
+ * The zoo a name resolves in: the built-in ZOO, and the entries of the file HR1_ZOO_CONFIG names
+ * (a user's own targets, policies/targets/lm/user-zoo.ts), read again when the file changes.
+ */
+export function knownZoo(): readonly ZooConfig[] {
+  const path = process.env[ZOO_CONFIG_ENV];
+  if (!path) return ZOO;
+  const full = resolve(path);
+  let mtimeMs = -1;
+  try {
+    mtimeMs = statSync(full).mtimeMs;
+  } catch {
+    // loadZooConfig names the missing file
+  }
+  if (!userZoo || userZoo.path !== full || userZoo.mtimeMs !== mtimeMs) userZoo = { path: full, mtimeMs, entries: Object.freeze([...ZOO, ...loadZooConfig(full, ZOO)]) };
+  return userZoo.entries;
+}
+
 /** A config with defaults filled, the tiny budget applied, and its hash. */
 export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots'>> {
   /** set only when on, so the hashes of configs without slots are what they were */
@@ -122,7 +143,7 @@ export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note'
 }
 
 /** Resolve `name` or `name@tiny` against the zoo. Throws LM_UNKNOWN naming the zoo's entries. */
-export function resolveConfig(id: string, zoo: readonly ZooConfig[] = ZOO): ResolvedConfig {
+export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()): ResolvedConfig {
   const tiny = id.endsWith('@tiny');
   const name = tiny ? id.slice(0, -5) : id;
   const c = zoo.find((z) => z.name === name);
@@ -208,7 +229,7 @@ export interface BuildOptions {
   jobs?: number;
   /** the learner's python (tests) */
   python?: string;
-  /** the config table. @default ZOO */
+  /** the config table. @default knownZoo(): ZOO and the entries of HR1_ZOO_CONFIG */
   zoo?: readonly ZooConfig[];
 }
 
@@ -344,7 +365,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
  * await buildZoo({ only: ['alf-xs-192-a'], tiny: true, log: console.log });
  */
 export async function buildZoo(o: BuildOptions = {}): Promise<BuildResult[]> {
-  const ids = (o.only ?? (o.zoo ?? ZOO).map((z) => z.name)).map((n) => (o.tiny && !n.endsWith('@tiny') ? `${n}@tiny` : n));
+  const ids = (o.only ?? (o.zoo ?? knownZoo()).map((z) => z.name)).map((n) => (o.tiny && !n.endsWith('@tiny') ? `${n}@tiny` : n));
   const wanted: ResolvedConfig[] = [];
   const add = (c: ResolvedConfig): void => {
     if (c.base) add(c.base);
