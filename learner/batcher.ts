@@ -55,7 +55,7 @@ export interface BatcherOptions {
   eosId: number;
 }
 
-/** @default 32: `hr1 bench lm --sweep` finds caps of 8–64 within the run-to-run noise (±10 %) on alf-m-256-a; with 64 episodes in flight the cap of 32 decoded 520 decisions/s against 343 for 16 in steady state */
+/** @default 32: `hr1 bench lm --sweep` finds caps of 8–64 within the run-to-run noise (about ±12 %) on alf-m-256-a, so the cap is the one the README's figures were measured with */
 export const DEFAULT_MAX_BATCH = 32;
 /** @default 1 */
 export const DEFAULT_GATHER_MS = 1;
@@ -343,7 +343,7 @@ export class DecodeBatcher {
       const lg = logits.get(p)!;
       for (const r of rows) {
         if (r.j > 0) {
-          this.slab.copy(at.get(rows[0]!)!, at.get(r)!);
+          this.slab.move(at.get(rows[0]!)!, at.get(r)!);
           r.pos = rows[0]!.pos;
         }
         try {

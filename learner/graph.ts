@@ -185,7 +185,7 @@ export class KvSlab {
     }
   }
 
-  /** copy slot `from` over slot `to` */
+  /** copy slot `from` over slot `to` (a row leaving, or a shared prefill fanned out to K rows) */
   move(from: number, to: number): void {
     if (from === to) return;
     for (let l = 0; l < this.nLayers; l++) {
@@ -194,10 +194,6 @@ export class KvSlab {
     }
   }
 
-  /** copy slot `from` into slot `to` (a shared prefill fanned out to K rows) */
-  copy(from: number, to: number): void {
-    this.move(from, to);
-  }
 }
 
 /** A loaded graph: decode (with a cache) or full (logits everywhere). */
@@ -212,7 +208,7 @@ export class Graph {
    * Load a graph and check it against what the caller expects; SAMPLER_MODEL names the mismatch
    * (a vocabulary, depth, width or context that does not match the metadata) and the fix.
    */
-  static async load(bytes: Uint8Array, expect: GraphExpect, what = 'the model'): Promise<Graph> {
+  static async load(bytes: Uint8Array, expect: GraphExpect, what = 'the model', fix = 'rebuild or re-export it with the learner\'s export op'): Promise<Graph> {
     let session: ort.InferenceSession;
     try {
       // intraOpNumThreads is left out on purpose: setting it to undefined throws in onnxruntime-node
@@ -225,7 +221,7 @@ export class Graph {
     const outs = session.outputNames;
     const mismatch = (m: string): never => {
       void session.release();
-      throw new SamplerError('SAMPLER_MODEL', `${what} does not match its metadata: ${m}; rebuild or re-export it (\`hr1 zoo build --only NAME\` re-exports a zoo model from its checkpoint)`, { data: { props } });
+      throw new SamplerError('SAMPLER_MODEL', `${what} does not match its metadata: ${m}; ${fix}`, { data: { props } });
     };
     let info: GraphInfo;
     if (ins.length === 1 && ins[0] === 'input_ids' && outs.length === 1 && outs[0] === 'logits') {
@@ -251,7 +247,7 @@ export class Graph {
     // a one-token probe: the vocabulary, and that the graph runs at all
     let vocab = 0;
     try {
-      vocab = info.kind === 'decode' ? g.probeVocab(await g.run1([1])) : ((await session.run({ input_ids: i64([1], [1, 1]) }))['logits']!.dims[2] ?? 0);
+      vocab = info.kind === 'decode' ? (await g.prefill([[1]])).logits.length : ((await session.run({ input_ids: i64([1], [1, 1]) }))['logits']!.dims[2] ?? 0);
     } catch (e) {
       await session.release();
       if (e instanceof SamplerError) throw e;
@@ -268,14 +264,6 @@ export class Graph {
       if (ml !== undefined && Number(ml) !== expect.maxLen) mismatch(`it was exported for a context of ${ml}, the metadata says ${expect.maxLen}`);
     }
     return g;
-  }
-
-  private probeVocab(out: PrefillOut): number {
-    return out.logits.length;
-  }
-
-  private async run1(row: number[]): Promise<PrefillOut> {
-    return this.prefill([row]);
   }
 
   get kind(): 'decode' | 'full' {

@@ -8,9 +8,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { Rng } from '../../cluster/rng.ts';
-import { DecodeBatcher, DEFAULT_GATHER_MS, DEFAULT_MAX_BATCH } from '../../learner/batcher.ts';
+import { DecodeBatcher } from '../../learner/batcher.ts';
 import { Graph } from '../../learner/graph.ts';
-import { DEFAULT_LM_PREFIX_CACHE } from '../../policies/targets/lm/model.ts';
+import { lmBatchOptions } from '../../policies/targets/lm/model.ts';
 
 const [file, maxLenArg, vocabArg, inFlightArg] = process.argv.slice(2);
 const maxLen = Number(maxLenArg);
@@ -19,7 +19,8 @@ const inFlight = Number(inFlightArg);
 const rss = (): number => process.memoryUsage().rss / 2 ** 20;
 const before = rss();
 const g = await Graph.load(readFileSync(file!), { maxLen, vocabSize: vocab });
-const b = new DecodeBatcher(g, { eosId: 2, maxBatch: Math.max(DEFAULT_MAX_BATCH, inFlight), gatherMs: DEFAULT_GATHER_MS, prefixCache: DEFAULT_LM_PREFIX_CACHE });
+const served = lmBatchOptions();
+const b = new DecodeBatcher(g, { eosId: 2, ...served, maxBatch: Math.max(served.maxBatch, inFlight) });
 let peak = rss();
 const timer = setInterval(() => (peak = Math.max(peak, rss())), 2);
 const rng = new Rng(1);

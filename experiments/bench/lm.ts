@@ -18,15 +18,14 @@ import { tmpdir } from 'node:os';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { Rng, hashString } from '../../cluster/rng.ts';
+import { Rng } from '../../cluster/rng.ts';
 import { baseHarness, runEpisode, type DecisionContext, type Model } from '../../harness/index.ts';
-import { DecodeBatcher, DEFAULT_GATHER_MS, DEFAULT_MAX_BATCH, type Sample } from '../../learner/batcher.ts';
-import { DEFAULT_LM_PREFIX_CACHE } from '../../policies/targets/lm/model.ts';
+import { DecodeBatcher, type Sample } from '../../learner/batcher.ts';
 import { Graph } from '../../learner/graph.ts';
 import { sampleFullPath } from '../../learner/onnx.ts';
 import { LearnerProcess } from '../../learner/process.ts';
 import { EVAL_SPLIT, envFactory, taskIds, type LmEnv } from '../../policies/targets/lm/bc.ts';
-import { lmModel, type LmModel } from '../../policies/targets/lm/model.ts';
+import { DEFAULT_LM_PREFIX_CACHE, decisionSeed, lmBatchOptions, lmModel, type LmModel } from '../../policies/targets/lm/model.ts';
 import { ZOO, modelDir, resolveConfig, type LmMeta } from '../../policies/targets/lm/zoo.ts';
 import { ensureLmTargets } from '../exp/common.ts';
 import { table } from '../commands/table.ts';
@@ -125,7 +124,7 @@ export async function recordEpisodes(m: LmModel, env: LmEnv, episodes: number): 
         const recorder: Model = {
           name: m.name,
           decide: (ctx: DecisionContext) => {
-            mine.push({ prompt: m.window(ctx), seed: hashString(`${ctx.seed}:${ctx.step}:${ctx.messages.length}`) });
+            mine.push({ prompt: m.window(ctx), seed: decisionSeed(ctx) });
             return m.decide(ctx);
           },
         };
@@ -228,7 +227,7 @@ export async function benchLm(o: BenchLmOptions): Promise<BenchLmResult> {
   const kv1 = new DecodeBatcher(dec, { eosId: meta.eosId, maxBatch: 1, gatherMs: 0 });
   const viaKv1: Decode = async (d) => (await kv1.decode(req(d)))[0]!;
   // what an lm target serves with (lmModel's defaults): the batcher and the prefix cache
-  const served = { maxBatch: DEFAULT_MAX_BATCH, gatherMs: DEFAULT_GATHER_MS, prefixCache: DEFAULT_LM_PREFIX_CACHE };
+  const served = lmBatchOptions();
   const batched = new DecodeBatcher(dec, { eosId: meta.eosId, ...served });
   const viaBatch: Decode = async (d) => (await batched.decode(req(d)))[0]!;
   const noPrefix = new DecodeBatcher(dec, { eosId: meta.eosId, ...served, prefixCache: 0 });

@@ -4,12 +4,9 @@ import { init } from '../../cluster/init.ts';
 import { admissible, expert, loadGames, reset, step } from '../../envs/alfworld/index.ts';
 import type { EpisodeRecord } from '../../harness/index.ts';
 import { table } from '../commands/table.ts';
-import { readFileSync } from 'node:fs';
 import { Rng } from '../../cluster/rng.ts';
-import { DecodeBatcher, DEFAULT_GATHER_MS, DEFAULT_MAX_BATCH } from '../../learner/batcher.ts';
-import { Graph } from '../../learner/graph.ts';
 import { LM_CHUNK, LM_WINDOW } from '../../drivers/rollout.ts';
-import { DEFAULT_LM_PREFIX_CACHE, lmModel } from '../../policies/targets/lm/model.ts';
+import { lmModel } from '../../policies/targets/lm/model.ts';
 import { readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
 import { lmEpisodes, recordEpisodes, replayAll } from './lm.ts';
 import { ensureLmTargets } from '../exp/common.ts';
@@ -41,13 +38,12 @@ export async function lmRows(target: string, log: (l: string) => void): Promise<
   const episodes = lmEpisodes(env, 64);
   const rec = await recordEpisodes(m, env, 64);
   const decisions = rec.steps;
-  // model only: every decision of the 64 episodes, 64 in flight (each stream its own episode)
-  const g = await Graph.load(readFileSync(m.file), { maxLen: m.meta.maxLen, vocabSize: m.meta.vocabSize });
-  const b = new DecodeBatcher(g, { eosId: m.meta.eosId, maxBatch: DEFAULT_MAX_BATCH, gatherMs: DEFAULT_GATHER_MS, prefixCache: DEFAULT_LM_PREFIX_CACHE });
   const { temperature, topP, maxNewTokens } = m.sampling;
   await m.release();
-  const modelMs = await replayAll(64, async (d) => (await b.decode({ prompt: d.prompt, k: 1, rng: new Rng(d.seed).fork(0), temperature, topP, maxNewTokens }))[0]!, rec.episodes);
-  await g.release();
+  // model only: every decision of the 64 episodes, 64 in flight (each stream its own episode), on a fresh model as served
+  const served = await lmModel(name);
+  const modelMs = await replayAll(64, async (d) => (await served.batcher.decode({ prompt: d.prompt, k: 1, rng: new Rng(d.seed).fork(0), temperature, topP, maxNewTokens }))[0]!, rec.episodes);
+  await served.release();
   // end to end through actors over NATS
   const rt = await init({ inProcess: false });
   let e2eMs = 0;

@@ -34,5 +34,5 @@ export {
   type BuildResult,
 } from './zoo.ts';
 export { parseZooConfig, loadZooConfig, ZOO_CONFIG_ENV } from './user-zoo.ts';
-export { lmModel, decisionRng, type LmModel, type LmModelOptions } from './model.ts';
+export { lmModel, decisionRng, decisionSeed, lmBatchOptions, DEFAULT_LM_PREFIX_CACHE, type LmModel, type LmModelOptions } from './model.ts';
 export { zooTable, measureVanilla, spliceZooTable, ZOO_TABLE_BEGIN, ZOO_TABLE_END, type ZooTableOptions, type VanillaResult } from './table.ts';

@@ -56,7 +56,21 @@ export const DEFAULT_LM_PREFIX_CACHE = 128;
  * not depend on what else is decoded), fork 0 (what one-prompt sampling always drew from).
  */
 export function decisionRng(ctx: Pick<DecisionContext, 'seed' | 'step' | 'messages'>): Rng {
-  return new Rng(hashString(`${ctx.seed}:${ctx.step}:${ctx.messages.length}`)).fork(0);
+  return new Rng(decisionSeed(ctx)).fork(0);
+}
+
+/** The seed of a decision's RNG (see {@link decisionRng}). */
+export function decisionSeed(ctx: Pick<DecisionContext, 'seed' | 'step' | 'messages'>): number {
+  return hashString(`${ctx.seed}:${ctx.step}:${ctx.messages.length}`);
+}
+
+/** The batcher settings an lm target serves with: those given, else HR1_LM_BATCH / HR1_LM_GATHER_MS / HR1_LM_PREFIX_CACHE, else the defaults. */
+export function lmBatchOptions(o: Pick<LmModelOptions, 'maxBatch' | 'gatherMs' | 'prefixCache'> = {}): { maxBatch: number; gatherMs: number; prefixCache: number } {
+  return {
+    maxBatch: o.maxBatch ?? envNumber('HR1_LM_BATCH') ?? DEFAULT_MAX_BATCH,
+    gatherMs: o.gatherMs ?? envNumber('HR1_LM_GATHER_MS') ?? DEFAULT_GATHER_MS,
+    prefixCache: o.prefixCache ?? envNumber('HR1_LM_PREFIX_CACHE') ?? DEFAULT_LM_PREFIX_CACHE,
+  };
 }
 
 /** A loaded zoo model. */
@@ -67,6 +81,8 @@ export interface LmModel extends Model {
   window(ctx: Pick<DecisionContext, 'messages'>): number[];
   /** the decision batcher's counters (graph calls, rows per step, tokens) */
   readonly stats: BatcherStats;
+  /** the decision batcher itself (windows decoded without an episode: benchmarks) */
+  readonly batcher: DecodeBatcher;
   /** key/value cache bytes one decision in flight takes */
   readonly bytesPerDecision: number;
   /** the sampling settings decisions use */
@@ -103,17 +119,12 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
   }
   let graph: Graph;
   try {
-    graph = await Graph.load(bytes, { maxLen: meta.maxLen, vocabSize: meta.vocabSize, nLayers: meta.config.nLayers, dModel: meta.config.dModel, nHeads: meta.config.nHeads }, `lm/${name}'s model (${file})`);
+    graph = await Graph.load(bytes, { maxLen: meta.maxLen, vocabSize: meta.vocabSize, nLayers: meta.config.nLayers, dModel: meta.config.dModel, nHeads: meta.config.nHeads }, `lm/${name}'s model (${file})`, `rebuild or re-export it (\`hr1 zoo build --only ${name} --force\`)`);
   } catch (e) {
-    if (e instanceof SamplerError) throw new LmTargetError('LM_BAD_META', `${e.message.replace('`hr1 zoo build --only NAME`', `\`hr1 zoo build --only ${name} --force\``)}`, { cause: e, data: { name, file } });
+    if (e instanceof SamplerError) throw new LmTargetError('LM_BAD_META', e.message, { cause: e, data: { name, file } });
     throw e;
   }
-  const batcher = new DecodeBatcher(graph, {
-    eosId: meta.eosId,
-    maxBatch: o.maxBatch ?? envNumber('HR1_LM_BATCH') ?? DEFAULT_MAX_BATCH,
-    gatherMs: o.gatherMs ?? envNumber('HR1_LM_GATHER_MS') ?? DEFAULT_GATHER_MS,
-    prefixCache: o.prefixCache ?? envNumber('HR1_LM_PREFIX_CACHE') ?? DEFAULT_LM_PREFIX_CACHE,
-  });
+  const batcher = new DecodeBatcher(graph, { eosId: meta.eosId, ...lmBatchOptions(o) });
   const temperature = o.temperature ?? meta.config.temperature;
   const topP = o.topP ?? 0.95;
   const budget = { maxLen: meta.maxLen, maxNewTokens: meta.maxNewTokens };
@@ -126,6 +137,7 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
     tokenizer: tok,
     window,
     stats: batcher.stats,
+    batcher,
     bytesPerDecision: batcher.bytesPerRow,
     sampling: { temperature, topP, maxNewTokens: meta.maxNewTokens },
     file,

@@ -36,7 +36,6 @@ function reference(data: Float32Array, off: number, v: number, temperature: numb
 
 test('sampling - the heap nucleus and the one-pass log-prob equal the sort and the two-pass log-prob, bitwise (ties, masks, greedy)', (t) => {
   const gen = new Rng(7);
-  let cases = 0;
   for (let trial = 0; trial < 300; trial++) {
     const v = 2 + gen.int(600);
     const data = new Float32Array(v + 5);
@@ -54,7 +53,5 @@ test('sampling - the heap nucleus and the one-pass log-prob equal the sort and t
     const both = pickWithLogprob(data, off, v, temperature, topP, allowed, new Rng(seed));
     t.is(both.tok, want);
     t.is(both.logprob, logSoftmaxAt(data, off, v, temperature === 0 ? 1 : temperature, want));
-    cases++;
   }
-  t.is(cases, 300);
 });
