@@ -154,6 +154,9 @@ export interface GrpoStepResult {
   ms: number;
 }
 
+/** How an export stores its weights (learner/server.py export). */
+export type ExportWeights = 'fp32' | 'fp16';
+
 export interface FileResult {
   path: string;
   bytes: number;
@@ -382,8 +385,11 @@ export class LearnerProcess {
    * ONNX (opset 17). graph 'decode' (the default): the key/value-cache graph learner/graph.ts
    * runs (input_ids, pos, logit_pos, past_k_i, past_v_i → logits, k_i, v_i); 'full': input_ids
    * [B, T] int64 → logits [B, T, V] float32 at every position (the path before the cache).
+   * weights 'fp16': the weights stored as float16 in the file, each Cast back to float (the math
+   * stays fp32, on fp16-rounded weights; a tied transposed copy stored once), metadata
+   * `hr1_weights: fp16`; about half the bytes (the vendored zoo, docs/LMTARGETS.md). @default 'fp32'
    */
-  export(a: { path: string; opset?: number; graph?: 'decode' | 'full' }): Promise<FileResult & { opset: number; graph: 'decode' | 'full' }> {
+  export(a: { path: string; opset?: number; graph?: 'decode' | 'full'; weights?: ExportWeights }): Promise<FileResult & { opset: number; graph: 'decode' | 'full'; weights: ExportWeights }> {
     return this.call('export', a);
   }
   save(a: { path: string }): Promise<FileResult> {

@@ -7,7 +7,8 @@ import { table } from '../commands/table.ts';
 import { Rng } from '../../cluster/rng.ts';
 import { LM_CHUNK, LM_WINDOW } from '../../drivers/rollout.ts';
 import { lmModel } from '../../policies/targets/lm/model.ts';
-import { readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { playableMeta } from '../../policies/targets/lm/vendor.ts';
 import { lmEpisodes, recordEpisodes, replayAll } from './lm.ts';
 import { ensureLmTargets } from '../exp/common.ts';
 
@@ -27,7 +28,7 @@ export interface BenchRolloutOptions {
  */
 export async function lmRows(target: string, log: (l: string) => void): Promise<{ e2e: number; model: number } | null> {
   const name = target.slice(3);
-  if (!readMeta(resolveConfig(name))) {
+  if (!playableMeta(resolveConfig(name))) {
     log(`\nlm rows skipped: ${target} is not built (\`hr1 zoo build --only ${name}\`, about 10 minutes here)`);
     return null;
   }

@@ -401,14 +401,39 @@ zoo
   .command('table')
   .description('measure built zoo targets\' vanilla success and print (or write) the markdown table')
   .option('--config <file>', 'a YAML file of your own zoo entries')
-  .option('--tasks <n>', 'tasks per env (the first of its evaluation split)', parsePositiveInt('--tasks'), 20)
-  .option('--seeds <n>', 'seeds', parsePositiveInt('--seeds'), 1)
+  .option('--tasks <n>', 'tasks per env, the first of its evaluation split (default: the whole split)', parsePositiveInt('--tasks'))
+  .option('--seeds <n>', 'seeds per task (default 3)', parsePositiveInt('--seeds'))
+  .option('--json', 'print one JSON array: one object per model and env (name, env, params, success, successCi, score, noop, invalid, episodes, …)')
   .option('--only <list>', 'names', list)
   .option('--write <file>', 'replace the generated block in this markdown file (docs/LMTARGETS.md)')
   .option('--jobs <n>', 'models measured at once (default: the CPU count, at most 4)', parsePositiveInt('--jobs'))
   .action(async (o) => {
     const { zooTableCommand } = await import('../commands/zoo.ts');
     await zooTableCommand(o);
+  });
+zoo
+  .command('vendor')
+  .description('write compact (fp16) copies of built zoo models into the repository\'s vendored zoo (policies/targets/lm/vendored/, or HR1_ZOO_VENDORED), after measuring fp16 against fp32')
+  .option('--config <file>', 'a YAML file of your own zoo entries')
+  .option('--only <list>', 'names, comma-separated (default: every built entry)', list)
+  .option('--tiny', 'the <name>@tiny builds')
+  .option('--tasks <n>', 'evaluation tasks per env fp16 is measured on against fp32', parsePositiveInt('--tasks'), 40)
+  .option('--allow-drift', 'vendor a model even when fp16 moves its success by more than 1 point (recorded in the manifest)')
+  .action(async (o) => {
+    const { zooVendor } = await import('../commands/zoo-vendor.ts');
+    await zooVendor(o);
+  });
+zoo
+  .command('verify')
+  .description('check the vendored zoo: its files against MANIFEST.json, then rebuild each model in a temporary folder and compare the compact export\'s sha256')
+  .option('--config <file>', 'a YAML file of your own zoo entries')
+  .option('--only <list>', 'names, comma-separated (default: every vendored model)', list)
+  .option('--tiny', 'the vendored <name>@tiny models (what CI rebuilds)')
+  .option('--no-rebuild', 'check the files against the manifest only')
+  .option('--jobs <n>', 'rebuilds at once', parsePositiveInt('--jobs'))
+  .action(async (o) => {
+    const { zooVerify } = await import('../commands/zoo-vendor.ts');
+    await zooVerify(o);
   });
 
 program.addOption(new Option('--debug', 'print stacks of errors').hideHelp());

@@ -47,26 +47,36 @@ export async function zooList(o: ZooListOptions): Promise<void> {
   const mine = new Set(await useZooConfig(o.config));
   const lm = await import('../../policies/targets/lm/index.ts');
   const { isDecodeGraph } = await import('../../learner/onnx-meta.ts');
-  const rows = lm.knownZoo().map((z) => {
-    const c = lm.resolveConfig(z.name);
+  const { vendoredState } = await import('../../policies/targets/lm/vendor.ts');
+  // each entry, and its @tiny build where that is built or vendored
+  const ids = lm.knownZoo().flatMap((z) => {
+    const t = lm.resolveConfig(`${z.name}@tiny`);
+    return [z.name, ...(lm.readMeta(t) || vendoredState(t) !== 'no' ? [t.id] : [])];
+  });
+  const rows = ids.map((id) => {
+    const c = lm.resolveConfig(id);
     const dir = lm.modelDir(c);
     const onnx = join(dir, 'model.onnx');
     const built = !lm.readMeta(c) || !existsSync(onnx) ? 'no' : isDecodeGraph(readFileSync(onnx)) ? 'yes' : 'stale';
-    return { name: z.name, target: `lm/${z.name}`, envs: c.envs, dModel: c.dModel, nLayers: c.nLayers, nHeads: c.nHeads, dFf: c.dFf, maxLen: c.maxLen, episodes: c.episodes, steps: c.steps, seed: c.seed, base: c.base?.name ?? null, hash: c.hash, built, source: mine.has(z.name) ? 'config' : 'built-in', dir, note: c.note };
+    // a vendored copy (policies/targets/lm/vendor.ts) plays when the model is not built: yes, stale (another config hash), bad hash, no
+    const vendored = vendoredState(c);
+    return { name: id, target: `lm/${id}`, vendored, plays: built !== 'no' ? 'build' : vendored === 'yes' ? 'vendored' : null, envs: c.envs, dModel: c.dModel, nLayers: c.nLayers, nHeads: c.nHeads, dFf: c.dFf, maxLen: c.maxLen, episodes: c.episodes, steps: c.steps, seed: c.seed, base: c.base?.name ?? null, hash: c.hash, built, source: mine.has(c.name) ? 'config' : 'built-in', dir, note: c.note };
   });
   if (o.json) {
     console.log(JSON.stringify(rows));
     return;
   }
-  console.log(table(['target', 'envs', 'd × layers', 'ctx', 'episodes', 'steps', 'seed', 'base', 'built', 'source', 'note'], rows.map((r) => [r.target, r.envs.join(','), `${r.dModel} × ${r.nLayers}`, r.maxLen, r.episodes, r.steps, r.seed, r.base ?? '', r.built, r.source, r.note])));
-  console.log(`\n${rows.length} targets, ${rows.filter((r) => r.built === 'yes').length} built (${lm.zooDir()}); build with \`hr1 zoo build --only NAME\`${o.config ? ` --config ${o.config}` : ''}`);
+  console.log(table(['target', 'envs', 'd × layers', 'ctx', 'episodes', 'steps', 'seed', 'base', 'built', 'vendored', 'source', 'note'], rows.map((r) => [r.target, r.envs.join(','), `${r.dModel} × ${r.nLayers}`, r.maxLen, r.episodes, r.steps, r.seed, r.base ?? '', r.built, r.vendored, r.source, r.note])));
+  console.log(`\n${rows.length} targets, ${rows.filter((r) => r.built === 'yes').length} built (${lm.zooDir()}), ${rows.filter((r) => r.built === 'no' && r.vendored === 'yes').length} more vendored; build with \`hr1 zoo build --only NAME\`${o.config ? ` --config ${o.config}` : ''}`);
 }
 
 export interface ZooTableOptions {
   config?: string | undefined;
-  tasks: number;
-  seeds: number;
+  /** tasks per env (default: the whole evaluation split) */
+  tasks?: number | undefined;
+  seeds?: number | undefined;
   only?: string[] | undefined;
+  json?: boolean | undefined;
   /** replace the generated block in this markdown file */
   write?: string | undefined;
   jobs?: number | undefined;
@@ -75,7 +85,9 @@ export interface ZooTableOptions {
 export async function zooTableCommand(o: ZooTableOptions): Promise<void> {
   await useZooConfig(o.config);
   const lm = await import('../../policies/targets/lm/index.ts');
-  const md = await lm.zooTable({ tasks: o.tasks, seeds: o.seeds, jobs: o.jobs ?? Math.min(4, availableParallelism()), log, ...(o.only ? { only: o.only } : {}) });
-  console.log(md);
+  const rows = await lm.zooTableRows({ ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.seeds ? { seeds: o.seeds } : {}), jobs: o.jobs ?? Math.min(4, availableParallelism()), log: o.json ? (l: string) => process.stderr.write(`${l}\n`) : log, ...(o.only ? { only: o.only } : {}) });
+  const md = lm.zooTableMarkdown(rows);
+  if (o.json) console.log(JSON.stringify(lm.zooTableJson(rows)));
+  else console.log(md);
   if (o.write) writeFileSync(o.write, lm.spliceZooTable(readFileSync(o.write, 'utf8'), md));
 }

@@ -14,6 +14,7 @@ import { parseTargetSpec } from '../../policies/targets/spec.ts';
 import { targetOptionsByTarget, type TargetOptions } from '../../policies/targets/options.ts';
 import { checkTarget } from '../commands/targets.ts';
 import { buildZoo, modelDir, readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { playableMeta } from '../../policies/targets/lm/vendor.ts';
 import { isDecodeGraph } from '../../learner/onnx-meta.ts';
 import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts';
 import { ExpError } from '../runner/errors.ts';
@@ -225,7 +226,8 @@ export async function ensureLmTargets(targets: readonly string[], log: (line: st
   // not built, or built before the decode graph (buildZoo re-exports those from their checkpoints)
   const missing = names.filter((n) => {
     const c = resolveConfig(n);
-    if (!readMeta(c)) return true;
+    // not built: built now, unless a vendored copy of this config plays it (policies/targets/lm/vendor.ts)
+    if (!readMeta(c)) return !playableMeta(c);
     const onnx = join(modelDir(c), 'model.onnx');
     return existsSync(onnx) && !isDecodeGraph(readFileSync(onnx));
   });

@@ -14,18 +14,25 @@ import { expert as wsExpert, loadWebshop, reset as wsReset, step as wsStep, type
 import { envDescriptor, envFactory as registryFactory, listTasks } from '../../../envs/registry.ts';
 import { runEpisode, type ChatMessage, type EnvFactory, type Model } from '../../../harness/index.ts';
 import { explorer } from './explorer.ts';
+import { shopper } from './shopper.ts';
+import { collectDbbench } from './dbbench/teacher.ts';
 import { slotMap, slotMessages, toSlots } from './slots.ts';
 import { buildContext, type ContextBudget } from './context.ts';
 import { withHints, type HintRates } from './hints.ts';
 import { EOS_ID, type LmTokenizer } from './tokenizer.ts';
 
-export type LmEnv = 'alfworld' | 'webshop';
-/** who labels ALFWorld decisions (see {@link CollectOptions.teacher}) */
-export type AlfTeacher = 'explorer' | 'oracle';
-export const LM_ENVS: readonly LmEnv[] = ['alfworld', 'webshop'];
+export type LmEnv = 'alfworld' | 'webshop' | 'dbbench';
+/**
+ * Who labels decisions (see {@link CollectOptions.teacher}): 'explorer' is each env's honest
+ * teacher (ALFWorld's searching explorer, WebShop's shopper), 'oracle' its all-knowing expert.
+ */
+export type Teacher = 'explorer' | 'oracle';
+/** the name before WebShop had an honest teacher too */
+export type AlfTeacher = Teacher;
+export const LM_ENVS: readonly LmEnv[] = ['alfworld', 'webshop', 'dbbench'];
 
 /** the split vanilla success is measured on */
-export const EVAL_SPLIT: Record<LmEnv, string> = { alfworld: 'valid_seen', webshop: 'test' };
+export const EVAL_SPLIT: Record<LmEnv, string> = { alfworld: 'valid_seen', webshop: 'test', dbbench: 'v0.2/dev' };
 
 /** One decision of an expert episode: the context the model saw and the expert's action. */
 export interface BcDecision {
@@ -48,10 +55,11 @@ export interface CollectOptions {
   /** chance of playing a random admissible action instead of the expert's. @default 0.15 */
   noise?: number;
   /**
-   * ALFWorld's teacher: 'explorer' searches the room for what it cannot see (explorer.ts);
-   * 'oracle' is the env's all-knowing expert. @default 'explorer'
+   * 'explorer': the env's honest teacher, which acts on what an agent sees (ALFWorld's explorer
+   * searches the room, explorer.ts; WebShop's shopper ranks the results by the instruction,
+   * shopper.ts); 'oracle': the env's all-knowing expert. @default 'explorer'
    */
-  teacher?: AlfTeacher;
+  teacher?: Teacher;
   /** ids to draw from. @default the env's training split */
   tasks?: readonly string[];
 }
@@ -77,14 +85,14 @@ function alfMirror(game: Game, teacher: AlfTeacher): Mirror {
   };
 }
 
-function wsMirror(goalId: string): Mirror {
+function wsMirror(goalId: string, teacher: Teacher): Mirror {
   const ws = loadWebshop();
   const r = wsReset(ws, goalId, { protocol: 'react' });
   let s: WebshopState = r.state;
   let clickables = r.info.clickables;
   return {
     admissible: () => clickables.filter((c) => c !== 'search').map((c) => `click[${c}]`),
-    expert: () => wsExpert(ws, s),
+    expert: () => (teacher === 'explorer' ? shopper(ws, s) : wsExpert(ws, s)),
     step: (a) => {
       const x = wsStep(ws, s, a);
       s = x.state;
@@ -108,6 +116,8 @@ export function envFactory(env: LmEnv, taskId: string): EnvFactory {
  * shuffle, again when they run out). Deterministic for the options.
  */
 export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]> {
+  // DBBench: synthetic tasks over the training split's tables, taught by the SQL-knowing teacher (dbbench/teacher.ts)
+  if (o.env === 'dbbench') return collectDbbench({ episodes: o.episodes, seed: o.seed, noise: o.noise ?? 0.15 });
   const rng = new Rng(`lm-bc:${o.env}:${o.seed}`);
   const pool = o.tasks ?? taskIds(o.env, envDescriptor(o.env).splits.train);
   const order: string[] = [];
@@ -116,7 +126,7 @@ export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]>
   for (let e = 0; e < o.episodes; e++) {
     const taskId = order[e]!;
     const erng = rng.fork(`episode-${e}`);
-    const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!, o.teacher ?? 'explorer') : wsMirror(taskId);
+    const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!, o.teacher ?? 'explorer') : wsMirror(taskId, o.teacher ?? 'explorer');
     const actions: string[] = [];
     const labels: string[] = [];
     const model: Model = {

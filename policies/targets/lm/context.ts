@@ -37,7 +37,13 @@ export interface Segments {
   goal: string;
   room: string;
   turns: { kind: 'act' | 'obs' | 'hint'; text: string }[];
+  /** goal tokens this env's goals need (DBBench: 96, its questions are long). @default 40 */
+  goalTokens?: number;
 }
+
+/** DBBench v0.2's opening (the protocol prompt, a pre-filled "Ok.", the question and the table info) */
+const DBBENCH_PROMPT = 'help me operate a MySQL database with SQL to answer the question';
+const DBBENCH_TABLE = /\n?(The name of this table is [\s\S]*)$/;
 
 const GOAL_RES = [/\n?Your task is to:\s*([^\n]*)/i, /Instruction:\s*(?:\[SEP\]\s*)?(.*?)\s*\[SEP\]/i];
 
@@ -55,7 +61,20 @@ export function segmentMessages(messages: readonly ChatMessage[]): Segments {
   }
   let room = '';
   let goal = '';
-  if (messages[i]?.role === 'user') {
+  const db = messages[i]?.role === 'user' && messages[i]!.content.includes(DBBENCH_PROMPT) && messages[i + 1]?.role === 'assistant' && messages[i + 2]?.role === 'user';
+  if (db) {
+    // DBBench: the prompt is the instruction head, the question the goal, the table info the room
+    if (/^(Skills:|Tool hint:)/.test(instructions)) {
+      skills = `${instructions.replace(/^Skills:\n?/, '').replace(/\n\nTool hint:|^Tool hint:/, ' ')} ${skills}`.trim();
+      instructions = '';
+    }
+    instructions = `${instructions}${instructions ? '\n' : ''}${messages[i]!.content.trim()}`;
+    const task = messages[i + 2]!.content;
+    const t = DBBENCH_TABLE.exec(task);
+    goal = (t ? task.slice(0, t.index) : task).trim();
+    room = t ? t[1]!.trim() : '';
+    i += 3;
+  } else if (messages[i]?.role === 'user') {
     room = messages[i]!.content;
     for (const re of GOAL_RES) {
       const m = re.exec(room);
@@ -78,7 +97,7 @@ export function segmentMessages(messages: readonly ChatMessage[]): Segments {
     else if (messages[i - 1]?.role === 'user') turns.push({ kind: 'hint', text: m.content });
     else turns.push({ kind: 'obs', text: m.content });
   }
-  return { instructions, skills, goal, room, turns };
+  return { instructions, skills, goal, room, turns, ...(db ? { goalTokens: 96 } : {}) };
 }
 
 /**
@@ -94,7 +113,7 @@ export function buildContext(messages: readonly ChatMessage[], tok: LmTokenizer,
   const sp = (t: Parameters<LmTokenizer['special']>[0]): number => tok.special(t);
   const head = [BOS_ID, sp('<sys>'), ...tok.encode(s.instructions).slice(0, b.headTokens ?? 12)];
   if (s.skills) head.push(sp('<skill>'), ...tok.encode(s.skills).slice(0, b.skillTokens ?? 48));
-  head.push(sp('<goal>'), ...tok.encode(s.goal).slice(0, b.goalTokens ?? 40));
+  head.push(sp('<goal>'), ...tok.encode(s.goal).slice(0, b.goalTokens ?? s.goalTokens ?? 40));
   const roomMax = Math.floor(room * (b.roomShare ?? 0.3));
   head.push(sp('<obs>'), ...tok.encode(s.room).slice(0, roomMax));
   const tail = [sp('<act>')];

@@ -2,7 +2,7 @@
 import { Hr1Error, type Hr1ErrorFields } from '../../../cluster/errors.ts';
 
 /** Codes of {@link LmTargetError}. */
-export type LmErrorCode = 'LM_NOT_BUILT' | 'LM_UNKNOWN' | 'LM_BAD_META' | 'LM_BAD_OPTION' | 'LM_BUILD_FAILED' | 'LM_STALE' | 'LM_BAD_CONFIG';
+export type LmErrorCode = 'LM_NOT_BUILT' | 'LM_UNKNOWN' | 'LM_BAD_META' | 'LM_BAD_OPTION' | 'LM_BUILD_FAILED' | 'LM_STALE' | 'LM_BAD_CONFIG' | 'LM_BAD_HASH' | 'LM_VENDOR_DRIFT' | 'LM_VERIFY_FAILED';
 
 /** A learned-target failure; `code` says which, `data` holds the values involved. */
 export class LmTargetError extends Hr1Error<LmErrorCode> {

@@ -94,7 +94,14 @@ export function explorer(game: Game, prior: SearchPrior = searchPrior()): Explor
   let rooms: string[] | null = null;
   /** the last observation: only what it names is in view */
   let lastObs = '';
-  const inView = (obj: string): boolean => new RegExp(`\\b${obj.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`).test(lastObs);
+  /**
+   * what the arrival at (or the opening of) the current place showed: a lamp stays where it is,
+   * so one seen there is still usable after the object was taken (the lamp seen on arrival)
+   */
+  let hereObs = '';
+  const names = (text: string, obj: string): boolean => new RegExp(`\\b${obj.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`).test(text);
+  const inView = (obj: string): boolean => names(lastObs, obj);
+  const lampHere = (lamp: string): boolean => names(lastObs, lamp) || names(hereObs, lamp);
 
   /** search order per object kind: a function of the room and the prior only, so computed once */
   const orders = new Map<string, string[]>();
@@ -150,8 +157,8 @@ export function explorer(game: Game, prior: SearchPrior = searchPrior()): Explor
         return search(s, objKind, adm) ?? a;
       }
       if (phase === 'lamp' && lampKind) {
-        if (a.startsWith('use ') && inView(a.slice(4))) return a;
-        const use = adm.find((x) => x.startsWith('use ') && kindOf(x.slice(4)) === lampKind && inView(x.slice(4)));
+        if (a.startsWith('use ') && lampHere(a.slice(4))) return a;
+        const use = adm.find((x) => x.startsWith('use ') && kindOf(x.slice(4)) === lampKind && lampHere(x.slice(4)));
         if (use) return use;
         return search(s, lampKind, adm) ?? a;
       }
@@ -160,10 +167,15 @@ export function explorer(game: Game, prior: SearchPrior = searchPrior()): Explor
     played(action, observation) {
       lastObs = observation;
       let m: RegExpExecArray | null;
-      if ((m = /^go to (.+)$/.exec(action))) at = m[1]!;
-      else if ((m = /^take (.+) from (.+)$/.exec(action))) held = m[1]!;
+      if ((m = /^go to (.+)$/.exec(action))) {
+        at = m[1]!;
+        hereObs = observation;
+      } else if ((m = /^take (.+) from (.+)$/.exec(action))) held = m[1]!;
       else if (/^(put|move) /.test(action)) held = null;
-      else if ((m = /^open (.+)$/.exec(action)) && m[1] === at) seen.add(at);
+      else if ((m = /^open (.+)$/.exec(action)) && m[1] === at) {
+        seen.add(at);
+        hereObs = observation;
+      }
     },
   };
 }

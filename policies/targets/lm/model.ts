@@ -8,8 +8,7 @@
  * decode one token per graph call for all of them, from a key/value cache. A decision's tokens
  * are the ones it gets decoded alone, so batching changes speed, never an episode.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { Rng, hashString } from '../../../cluster/rng.ts';
 import type { DecisionContext, Model } from '../../../harness/index.ts';
 import { DecodeBatcher, DEFAULT_GATHER_MS, DEFAULT_MAX_BATCH, type BatcherStats } from '../../../learner/batcher.ts';
@@ -20,11 +19,15 @@ import { buildContext } from './context.ts';
 import { fromSlots, slotMap, slotMessages, type SlotMap } from './slots.ts';
 import { LmNotBuiltError, LmTargetError } from './errors.ts';
 import { LmTokenizer } from './tokenizer.ts';
-import { LM_SERVING_VERSION, modelDir, readMeta, resolveConfig, type LmMeta, type ResolvedConfig, type ZooConfig } from './zoo.ts';
+import { renderDbbench } from './dbbench/render.ts';
+import { LM_SERVING_VERSION, modelDir, resolveConfig, type LmMeta, type ResolvedConfig, type ZooConfig } from './zoo.ts';
+import { locateModel } from './vendor.ts';
 
 export interface LmModelOptions {
   /** zoo folder (see zooDir) */
   dir?: string;
+  /** the vendored zoo played when a model is not built (see vendor.ts vendoredDir); false: the build cache only */
+  vendored?: string | false;
   /** overrides the config's sampling temperature; 0 = greedy */
   temperature?: number;
   /** @default 0.95 */
@@ -93,9 +96,11 @@ export interface LmModel extends Model {
 }
 
 /**
- * Load `lm/<name>` (name or `name@tiny`) from the zoo cache. Throws {@link LmNotBuiltError}
- * (`LM_NOT_BUILT`, naming `hr1 zoo build --only NAME`) when it is not built, LM_UNKNOWN when the
- * name is not in the zoo.
+ * Load `lm/<name>` (name or `name@tiny`) from the zoo cache, else from the vendored zoo (a copy
+ * whose config hash is the zoo's; vendor.ts). Throws {@link LmNotBuiltError} (`LM_NOT_BUILT`,
+ * naming `hr1 zoo build --only NAME`) when it is neither built nor vendored, LM_UNKNOWN when the
+ * name is not in the zoo, LM_STALE / LM_BAD_HASH for a vendored copy of another config or a
+ * vendored file that is not the manifest's.
  *
  * @example
  * const m = await lmModel('alf-s-256-a');
@@ -103,11 +108,11 @@ export interface LmModel extends Model {
  */
 export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmModel> {
   const c: ResolvedConfig = resolveConfig(name, o.zoo);
-  const dir = modelDir(c, o.dir);
-  const meta = readMeta(c, o.dir);
-  if (!meta || !existsSync(join(dir, 'model.onnx'))) throw new LmNotBuiltError(name, dir);
+  // the build cache, else the vendored copy (vendor.ts; LM_STALE / LM_BAD_HASH for an unusable one)
+  const found = locateModel(c, o);
+  if (!found) throw new LmNotBuiltError(name, modelDir(c, o.dir));
+  const { dir, meta, file } = found;
   const tok = new LmTokenizer(meta.words);
-  const file = join(dir, 'model.onnx');
   let bytes: Uint8Array;
   try {
     bytes = readFileSync(file);
@@ -145,7 +150,9 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
       const map = slots ? slotMap(ctx.messages) : null;
       const prompt = windowWith(ctx, map);
       const [out] = await batcher.decode({ prompt, k: 1, rng: decisionRng(ctx), temperature, topP, maxNewTokens: meta.maxNewTokens });
-      const text = tok.decode((out?.ids ?? []).filter((i) => i !== meta.eosId));
+      const ids = (out?.ids ?? []).filter((i) => i !== meta.eosId);
+      // DBBench's protocol needs case and newlines the word tokenizer drops (dbbench/render.ts)
+      const text = ctx.env === 'dbbench' ? renderDbbench(ids, tok, ctx.messages) : tok.decode(ids);
       // a product slot the model wrote is the id it stands for in this context
       return map ? fromSlots(text, map) : text;
     },

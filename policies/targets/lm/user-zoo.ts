@@ -27,7 +27,7 @@ const Sizes = { dModel: int(8, 1024), nLayers: int(1, 24), nHeads: int(1, 64), d
 
 const shape = {
     name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes (it becomes lm/<name>)').max(64),
-    envs: z.array(z.enum(['alfworld', 'webshop'])).min(1),
+    envs: z.array(z.enum(['alfworld', 'webshop', 'dbbench'])).min(1),
     dModel: Sizes.dModel.optional(),
     nLayers: Sizes.nLayers.optional(),
     nHeads: Sizes.nHeads.optional(),
@@ -43,6 +43,7 @@ const shape = {
     teacher: z.enum(['explorer', 'oracle']).optional(),
     seed: z.number().int(),
     temperature: z.number().min(0).max(2).optional(),
+    maxNewTokens: int(1, 512).optional(),
     base: z.string().optional(),
     note: z.string().optional(),
 };
@@ -54,6 +55,7 @@ const Entry = z
       for (const k of ['dModel', 'nLayers', 'nHeads', 'dFf', 'maxLen'] as const) if (e[k] === undefined) ctx.addIssue({ code: 'custom', path: [k], message: 'is required (only an entry with a base takes its sizes from the base)' });
     }
     if (e.dModel !== undefined && e.nHeads !== undefined && e.dModel % e.nHeads !== 0) ctx.addIssue({ code: 'custom', path: ['nHeads'], message: `must divide dModel (${e.dModel}): ${e.nHeads} heads cannot split ${e.dModel} features` });
+    if (e.maxLen !== undefined && e.maxNewTokens !== undefined && e.maxNewTokens > e.maxLen / 2) ctx.addIssue({ code: 'custom', path: ['maxNewTokens'], message: `must be at most half the context (maxLen ${e.maxLen}): the window needs room for the prompt` });
     if (e.slots && !e.envs.includes('webshop')) ctx.addIssue({ code: 'custom', path: ['slots'], message: 'product slots are for WebShop; add webshop to envs or drop slots' });
   });
 

@@ -11,6 +11,7 @@ import { ALFWORLD_INSTRUCTIONS } from '../../../envs/alfworld/index.ts';
 import { WEBSHOP_INSTRUCTIONS } from '../../../envs/webshop/index.ts';
 import { collectDecisions, type LmEnv } from './bc.ts';
 import { SKILL_BANK, TEMPLATE_BANK, WARNING_BANK } from './hints.ts';
+import { dbbenchHarvest } from './dbbench/words.ts';
 
 /** @default 4000 */
 export const DEFAULT_MAX_WORDS = 4000;
@@ -38,6 +39,9 @@ export async function harvestWords(envs: readonly LmEnv[], maxWords = DEFAULT_MA
       }
       // last observations of each decision's context are enough: earlier ones repeat
       for (const d of await collectDecisions({ env, episodes: ids.length, seed: 1, noise: 0.3, tasks: ids })) count(counts, d.messages[d.messages.length - 1]!.content);
+    } else if (env === 'dbbench') {
+      // the protocol prompt, SQL words and error texts, the training tables' words, synthetic questions
+      for (const [t, w] of await dbbenchHarvest()) count(counts, t, w);
     } else {
       const ws = loadWebshop();
       for (const g of ws.goals) count(counts, g.instruction, 5);

@@ -23,7 +23,7 @@ import { isDecodeGraph } from '../../../learner/onnx-meta.ts';
 import { loadZooConfig, ZOO_CONFIG_ENV } from './user-zoo.ts';
 
 /** bumped when training changes what a config builds (so old caches are not reused) */
-export const LM_TRAIN_VERSION = 4;
+export const LM_TRAIN_VERSION = 5;
 /**
  * Serving version of learned targets: bumped when decoding can change a sampled token (it is
  * part of the episode cache key). 2: the key/value-cache decode graph and the batcher (1 was one
@@ -61,11 +61,16 @@ export interface ZooConfig {
   hintRate?: number;
   /** product ids as slots in the context and actions (WebShop; slots.ts). @default false */
   slots?: boolean;
-  /** ALFWorld's teacher: the searching explorer or the all-knowing oracle (see bc.ts). @default 'explorer' */
+  /**
+   * who the model clones: 'explorer', each env's honest teacher (ALFWorld's searching explorer,
+   * WebShop's shopper), or 'oracle', the env's all-knowing expert (see bc.ts). @default 'explorer'
+   */
   teacher?: AlfTeacher;
   seed: number;
   /** sampling temperature of the served model. @default 0.5 */
   temperature?: number;
+  /** tokens kept free for the action in each window, and the most a decision decodes. @default 20 */
+  maxNewTokens?: number;
   /** train further from this zoo entry (a fine-tuned variant); its size and context are the base's */
   base?: string;
   note?: string;
@@ -79,6 +84,7 @@ const size = {
 } as const;
 const alf: LmEnv[] = ['alfworld'];
 const ws: LmEnv[] = ['webshop'];
+const db: LmEnv[] = ['dbbench'];
 
 /**
  * The zoo: sizes xs/s/m/l, contexts 192–384, 40–1,000 episodes, 400–1,500 steps, seeds 1–3, a
@@ -103,11 +109,23 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-m-256-oracle', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1, teacher: 'oracle', note: 'cloned from the all-knowing oracle' },
   { name: 'alf-m-384-a', envs: alf, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1 },
   { name: 'alf-l-256-a', envs: alf, ...size.l, maxLen: 256, episodes: 600, steps: 1500, lr: 2e-3, seed: 1 },
-  { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, slots: true },
-  { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1, slots: true },
+  { name: 'alf-s-512-a', envs: alf, ...size.s, maxLen: 512, episodes: 400, steps: 800, seed: 1, note: 'a whole teacher episode fits' },
+  { name: 'alf-m-512-a', envs: alf, ...size.m, maxLen: 512, episodes: 500, steps: 1000, seed: 1, note: 'a whole teacher episode fits' },
+  { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, slots: true, maxNewTokens: 32 },
+  { name: 'ws-s-256-b', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 2, slots: true, maxNewTokens: 32 },
+  { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1, slots: true, maxNewTokens: 32 },
+  { name: 'ws-m-384-lo', envs: ws, ...size.m, maxLen: 384, episodes: 60, steps: 400, seed: 1, slots: true, maxNewTokens: 32, note: 'little data' },
+  { name: 'ws-m-384-oracle', envs: ws, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1, slots: true, maxNewTokens: 32, teacher: 'oracle', note: "cloned from WebShop's expert, which knows the target product" },
   { name: 'alf-xs-192-a-ft', envs: alf, ...size.xs, maxLen: 192, episodes: 200, steps: 200, seed: 11, base: 'alf-xs-192-a', note: 'alf-xs-192-a trained further' },
   { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 400, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
   { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 500, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
+  // DBBench: synthetic tasks over the training split's tables (dbbench/synth.ts), SQL actions need more new tokens
+  { name: 'db-xs-256-a', envs: db, ...size.xs, maxLen: 256, episodes: 300, steps: 400, seed: 1, maxNewTokens: 96 },
+  { name: 'db-s-256-a', envs: db, ...size.s, maxLen: 256, episodes: 400, steps: 600, seed: 1, maxNewTokens: 96 },
+  { name: 'db-s-256-b', envs: db, ...size.s, maxLen: 256, episodes: 400, steps: 600, seed: 2, maxNewTokens: 96 },
+  { name: 'db-s-256-lo', envs: db, ...size.s, maxLen: 256, episodes: 60, steps: 400, seed: 1, maxNewTokens: 96, note: 'little data' },
+  { name: 'db-s-384-a', envs: db, ...size.s, maxLen: 384, episodes: 400, steps: 600, seed: 1, maxNewTokens: 128 },
+  { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 600, steps: 800, seed: 1, maxNewTokens: 128 },
 ] satisfies ZooConfig[]);
 
 let userZoo: { path: string; mtimeMs: number; entries: readonly ZooConfig[] } | null = null;
@@ -166,6 +184,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     ...(c.slots ? { slots: true as const } : {}),
     seed: c.seed,
     temperature: c.temperature ?? 0.5,
+    maxNewTokens: c.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS,
   };
   const hash = createHash('sha256')
     .update(JSON.stringify({ v: LM_TRAIN_VERSION, ...r, base: base?.hash ?? null }))
@@ -292,7 +311,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const decisions: BcDecision[] = [];
   for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher })));
   const rates: HintRates = { skills: c.hintRate, hint: c.hintRate, injected: c.hintRate * 0.5 };
-  const rows = bcRows(decisions, tok, { maxLen: c.maxLen, maxNewTokens: DEFAULT_MAX_NEW_TOKENS }, rates, c.seed, { slots: c.slots ?? false });
+  const rows = bcRows(decisions, tok, { maxLen: c.maxLen, maxNewTokens: c.maxNewTokens }, rates, c.seed, { slots: c.slots ?? false });
   const t1 = performance.now();
   o.log?.(`lm/${c.id}: ${decisions.length} decisions → ${rows.length} rows, vocab ${tok.size}; training ${c.steps} steps`);
   const tmp = join(root, `${c.hash}.tmp`);
@@ -337,7 +356,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
       words: [...words],
       vocabSize: tok.size,
       maxLen: c.maxLen,
-      maxNewTokens: DEFAULT_MAX_NEW_TOKENS,
+      maxNewTokens: c.maxNewTokens,
       eosId: EOS_ID,
       params: info.params,
       rows: rows.length,

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 // this test process's own zoo folder (ava runs each file in its own process)
 const zooRoot = mkdtempSync(join(tmpdir(), 'hr1-zoo-exp-'));
 process.env['HR1_ZOO_DIR'] = zooRoot;
+// no vendored zoo: the sweep must build its lm/ target on demand
+process.env['HR1_ZOO_VENDORED'] = 'none';
 const { init } = await import('../../../cluster/init.ts');
 const { runExpMain, runExpSweep, tunedOf, ExpError } = await import('../../../experiments/exp/index.ts');
 const { modelDir, resolveConfig } = await import('../../../policies/targets/lm/zoo.ts');

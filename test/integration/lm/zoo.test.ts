@@ -3,13 +3,14 @@
  * onnxruntime-node, played on ALFWorld through the harness against an untrained model.
  */
 import test from 'ava';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runEpisode, type EpisodeRecord } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds } from '../../../policies/targets/lm/bc.ts';
 import { lmModel } from '../../../policies/targets/lm/model.ts';
-import { buildZoo, readMeta, resolveConfig, ZOO, type ZooConfig } from '../../../policies/targets/lm/zoo.ts';
+import { buildZoo, LM_SERVING_VERSION, readMeta, resolveConfig, ZOO, type ZooConfig } from '../../../policies/targets/lm/zoo.ts';
+import { measureVanilla, zooTableJson, zooTableMarkdown, zooTableRows } from '../../../policies/targets/lm/table.ts';
 import { readFileSync } from 'node:fs';
 
 const dir = mkdtempSync(join(tmpdir(), 'hr1-zoo-'));
@@ -120,4 +121,25 @@ test('zoo build - a -ft variant trains further from its (cached) base, with its 
   const m = await lmModel('alf-xs-192-a-ft@tiny', { dir });
   t.is(m.name, 'lm/alf-xs-192-a-ft@tiny');
   await m.release();
+});
+
+test('zoo table - figures per model and env with intervals over tasks, cached next to the model; --json has one object per model', async (t) => {
+  await built;
+  const only = ['alf-xs-192-a@tiny', 'untrained@tiny'];
+  const rows = await zooTableRows({ only, tasks: 3, seeds: 2, dir, zoo });
+  const json = zooTableJson(rows);
+  t.deepEqual(json.map((j) => [j['name'], j['env'], j['episodes']]), [['alf-xs-192-a@tiny', 'alfworld', 6], ['untrained@tiny', 'alfworld', 6]]);
+  for (const j of json) {
+    for (const k of ['params', 'success', 'score', 'noop', 'invalid', 'meanSteps']) t.is(typeof j[k], 'number', k);
+    const [lo, hi] = j['successCi'] as [number, number];
+    t.true(lo <= (j['success'] as number) && (j['success'] as number) <= hi);
+  }
+  // the untrained model's replies are mostly not actions; the trained one's are
+  t.true((json[1]!['noop'] as number) > (json[0]!['noop'] as number));
+  const again = await measureVanilla('alf-xs-192-a@tiny', 'alfworld', { tasks: 3, seeds: 2, dir, zoo });
+  t.deepEqual(again, rows[0]!.vanilla);
+  t.true(existsSync(join(dir, resolveConfig('alf-xs-192-a@tiny', zoo).hash, `vanilla-alfworld-3x2-s${LM_SERVING_VERSION}.json`)));
+  const md = zooTableMarkdown(rows);
+  t.regex(md, /\| lm\/alf-xs-192-a@tiny \| alfworld \| 64 × 1 \| 192 \|.*\[\d+\.\d%, \d+\.\d%\]/);
+  t.regex(md, /alfworld 3 × 2/);
 });

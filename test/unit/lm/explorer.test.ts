@@ -105,3 +105,23 @@ test('bc - earlier actions in a window are labels only where the teacher chose t
   t.true(skipped > 0);
   t.deepEqual(earlierActionTargets([1, 2, 3], tok, [], []), []);
 });
+
+test('explorer - remembers a lamp seen on arrival: after taking the object where a lamp stands, it uses that lamp next', (t) => {
+  let cases = 0;
+  for (const g of games.filter((x) => /look_at_obj_in_light/.test(x.id))) {
+    const r = play(g, 'explorer');
+    r.actions.forEach((a, i) => {
+      const m = /^take (.+) from (.+)$/.exec(a);
+      if (!m) return;
+      // the arrival (or opening) observation at the place the object was taken from
+      let k = i - 1;
+      while (k >= 0 && !r.actions[k]!.endsWith(m[2]!)) k--;
+      const arrival = r.observations[k + 1] ?? '';
+      const lamp = /\b((?:desklamp|floorlamp) \d+)/.exec(arrival);
+      if (!lamp || i + 1 >= r.actions.length) return;
+      cases++;
+      t.is(r.actions[i + 1], `use ${lamp[1]}`, `${g.id}: took ${m[1]} at ${m[2]} ("${arrival}")`);
+    });
+  }
+  t.true(cases >= 3, `${cases} takes next to a lamp`);
+});

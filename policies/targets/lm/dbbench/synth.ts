@@ -1,0 +1,479 @@
+/**
+ * Synthetic DBBench tasks for the learned targets' behaviour cloning: templated questions over the
+ * tables of the TRAINING split (`v0.2/standard`) only, with the SQL and the answer computed by the
+ * generator through the env's own SQLite backend (so a label is what the env would compare
+ * against). Tables that share a name or a row with a `v0.2/dev` table are left out, so no dev
+ * table (and no dev row) is ever seen in training.
+ *
+ * Types follow the real set: lookups (`other`, WikiSQL style), `counting`, `aggregation-*`
+ * (SUM/MIN/MAX/AVG), `comparison`, `ranking`, and the writes `INSERT`/`UPDATE`/`DELETE`, which
+ * v0.2 scores by the table hash after the episode (`answerMd5`, computed here the same way).
+ */
+import { createHash } from 'node:crypto';
+import type { Rng } from '../../../../cluster/rng.ts';
+import { loadTasks, SqliteBackend, type DbbenchTask, type TaskType } from '../../../../envs/dbbench/index.ts';
+import { pyFloat, pyRowsRepr, pyLiteralEval, pyStr, type PyLit } from '../../../../envs/dbbench/python.ts';
+import { TRUNCATE_AT } from '../../../../envs/dbbench/protocol.ts';
+import { LmTargetError } from '../errors.ts';
+
+/** A training table: name, columns and rows (cells as the task data has them). */
+export interface SynthTable {
+  name: string;
+  columns: readonly string[];
+  rows: readonly (readonly (string | null)[])[];
+}
+
+/** Relative weights of the synthetic task types. */
+export type SynthWeights = Partial<Record<TaskType, number>>;
+
+/** @default: about the real sets' mix (two thirds writes), with every read type present */
+export const DEFAULT_SYNTH_WEIGHTS: Readonly<Record<TaskType, number>> = Object.freeze({
+  other: 0.16,
+  counting: 0.08,
+  comparison: 0.06,
+  ranking: 0.06,
+  'aggregation-SUM': 0.025,
+  'aggregation-MIN': 0.025,
+  'aggregation-MAX': 0.025,
+  'aggregation-AVG': 0.025,
+  INSERT: 0.25,
+  UPDATE: 0.25,
+  DELETE: 0.05,
+});
+
+const cellKey = (r: readonly (string | null)[]): string => JSON.stringify(r);
+/** a table name as compared with dev's: lower case, spaces and underscores alike */
+export const tableNameKey = (name: string): string => name.toLowerCase().replace(/[\s_]+/g, ' ').trim();
+const tableKey = (t: { columns: readonly string[]; rows: readonly (readonly (string | null)[])[] }): string => JSON.stringify([t.columns, t.rows]);
+
+let tablesMemo: SynthTable[] | null = null;
+let devMemo: { names: Set<string>; rows: Set<string>; contents: Set<string> } | null = null;
+
+/** Names (tableNameKey), rows and whole contents of the dev split's tables. */
+export function devTables(): { names: Set<string>; rows: Set<string>; contents: Set<string> } {
+  if (devMemo) return devMemo;
+  const dev = loadTasks({ file: 'v0.2/dev' });
+  devMemo = {
+    names: new Set(dev.map((t) => tableNameKey(t.tableName))),
+    rows: new Set(dev.flatMap((t) => t.rows.map(cellKey))),
+    contents: new Set(dev.map(tableKey)),
+  };
+  return devMemo;
+}
+
+/**
+ * The training split's distinct tables that share nothing with the dev split (no table name, no
+ * row) and that SQLite can hold (distinct, non-empty column names without backticks), in data order.
+ */
+export function trainingTables(): SynthTable[] {
+  if (tablesMemo) return tablesMemo;
+  const dev = devTables();
+  const seen = new Set<string>();
+  const out: SynthTable[] = [];
+  for (const t of loadTasks({ file: 'v0.2/standard' })) {
+    const key = tableKey(t);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (dev.names.has(tableNameKey(t.tableName)) || dev.contents.has(key) || t.rows.some((r) => dev.rows.has(cellKey(r)))) continue;
+    const lower = t.columns.map((c) => c.toLowerCase());
+    if (new Set(lower).size !== lower.length || t.columns.some((c) => c === '' || c !== c.trim() || c.length > 64 || /[`\n\\]/.test(c))) continue;
+    if (/[`\n\\]/.test(t.tableName) || t.tableName.length > 64 || t.rows.length < 3) continue;
+    out.push({ name: t.tableName, columns: t.columns, rows: t.rows });
+  }
+  tablesMemo = out;
+  return out;
+}
+
+// ---------------------------------------------------------------- running SQL as the env does
+
+const backend = new SqliteBackend();
+
+function shell(table: SynthTable, id: string): DbbenchTask {
+  return {
+    id,
+    variant: 'v0.2',
+    type: 'other',
+    description: '',
+    addDescription: '',
+    tableName: table.name,
+    columns: table.columns,
+    rows: table.rows,
+    label: [],
+    sqlQuery: null,
+    answerMd5: null,
+  };
+}
+
+/** What the env shows for `sql` on a fresh copy of the table, and the table hash after it. */
+async function runOnTable(table: SynthTable, sql: string): Promise<{ ok: boolean; observation: string; hash: string; before: string }> {
+  const task = shell(table, 'dbsynth/probe');
+  const s = await backend.open(task);
+  try {
+    const before = await s.tableHash(task);
+    const r = await s.exec(sql);
+    const text = r.ok ? pyRowsRepr(r.rows, 900) : r.error;
+    const observation = text.length > TRUNCATE_AT ? `${text.slice(0, TRUNCATE_AT)}[TRUNCATED]` : text;
+    return { ok: r.ok, observation, hash: await s.tableHash(task), before };
+  } finally {
+    await s.close();
+  }
+}
+
+/**
+ * The cells of a SQL result as the env printed it (`[('a',), (2,)]` → `['a', '2']`), each as
+ * Python's str() gives it; null when the text is not a result (an error, a truncated result).
+ */
+export function resultCells(observation: string): string[] | null {
+  if (!observation.startsWith('[') || observation.endsWith('[TRUNCATED]')) return null;
+  let v: PyLit;
+  try {
+    v = pyLiteralEval(observation);
+  } catch {
+    return null;
+  }
+  if (v.t !== 'list') return null;
+  const out: string[] = [];
+  for (const row of v.items) {
+    if (row.t !== 'tuple') return null;
+    for (const c of row.items) out.push(pyStr(c));
+  }
+  return out;
+}
+
+/** The final answer the protocol expects for those cells: `Final Answer: ["a", "2"]`. */
+export function answerText(cells: readonly string[]): string {
+  return `Action: Answer\nFinal Answer: ${JSON.stringify(cells)}`;
+}
+
+/** The operation text for one SQL statement. */
+export function operationText(sql: string): string {
+  return `Action: Operation\n\`\`\`sql\n${sql}\n\`\`\``;
+}
+
+// ---------------------------------------------------------------- picking columns and values
+
+const NUM = /^-?\d+(?:\.\d+)?$/;
+const BAD_VALUE = /['"\\`\n\r\t]|^\s|\s$/;
+
+/** a value a question can quote and SQL can hold: short, no quotes or escapes */
+function goodValue(v: string | null): v is string {
+  return v !== null && v !== '' && v.length <= 40 && !BAD_VALUE.test(v) && !/^[-–—?]+$/.test(v) && v.split(/\s+/).length <= 6;
+}
+
+function numericCols(t: SynthTable): number[] {
+  const out: number[] = [];
+  t.columns.forEach((_c, i) => {
+    const vs = t.rows.map((r) => r[i] ?? '').filter((v) => v !== '');
+    if (vs.length >= 3 && vs.filter((v) => NUM.test(v)).length >= 0.9 * vs.length && new Set(vs).size > 1) out.push(i);
+  });
+  return out;
+}
+
+/** columns whose cells are mostly quotable values */
+function valueCols(t: SynthTable): number[] {
+  return t.columns.map((_c, i) => i).filter((i) => t.rows.filter((r) => goodValue(r[i] ?? null)).length >= 0.6 * t.rows.length);
+}
+
+/** row indices whose value in column `c` is quotable and unique in the column */
+function uniqueRows(t: SynthTable, c: number): number[] {
+  const count = new Map<string, number>();
+  for (const r of t.rows) {
+    const v = (r[c] ?? '').toLowerCase();
+    count.set(v, (count.get(v) ?? 0) + 1);
+  }
+  return t.rows.map((_r, i) => i).filter((i) => goodValue(t.rows[i]![c] ?? null) && count.get((t.rows[i]![c] ?? '').toLowerCase()) === 1);
+}
+
+const q = (v: string): string => `'${v}'`;
+const bt = (n: string): string => `\`${n}\``;
+
+/** a column name as a question writes it (as is, or lower case) */
+function said(rng: Rng, name: string): string {
+  return rng.chance(0.3) ? name.toLowerCase() : name;
+}
+
+interface Draft {
+  type: TaskType;
+  description: string;
+  sql: string;
+}
+
+function pickOther(rng: Rng, xs: readonly number[], not: number): number | null {
+  const ys = xs.filter((x) => x !== not);
+  return ys.length > 0 ? rng.pick(ys) : null;
+}
+
+function draftLookup(rng: Rng, t: SynthTable): Draft | null {
+  const keys = valueCols(t).filter((c) => uniqueRows(t, c).length > 0);
+  if (keys.length === 0) return null;
+  const y = rng.pick(keys);
+  const x = pickOther(rng, valueCols(t), y);
+  if (x === null) return null;
+  const r = t.rows[rng.pick(uniqueRows(t, y))]!;
+  const v = r[y]!;
+  const X = t.columns[x]!;
+  const Y = t.columns[y]!;
+  const templates = [
+    `What is the ${said(rng, X)} when the ${said(rng, Y)} is ${v}?`,
+    `What ${said(rng, X)} has a ${said(rng, Y)} of ${v}?`,
+    `Which ${said(rng, X)} has ${said(rng, Y)} ${v}?`,
+    `Tell me the ${said(rng, X)} for the ${said(rng, Y)} ${v}.`,
+    `Name the ${said(rng, X)} for ${said(rng, Y)} of ${v}`,
+    `what is the ${said(rng, X)} if ${said(rng, Y)} is ${v}?`,
+  ];
+  return { type: 'other', description: rng.pick(templates), sql: `SELECT ${bt(X)} FROM ${bt(t.name)} WHERE ${bt(Y)} = ${q(v)};` };
+}
+
+function draftCounting(rng: Rng, t: SynthTable): Draft | null {
+  const cols = valueCols(t);
+  if (cols.length === 0) return null;
+  const y = rng.pick(cols);
+  const r = rng.pick(t.rows.filter((row) => goodValue(row[y] ?? null)));
+  const v = r[y]!;
+  const Y = t.columns[y]!;
+  const X = t.columns[pickOther(rng, cols, y) ?? y]!;
+  const templates = [
+    `How many rows have a ${said(rng, Y)} of ${v}?`,
+    `How many ${said(rng, X)} entries are there when the ${said(rng, Y)} is ${v}?`,
+    `What is the number of entries with ${said(rng, Y)} ${v}?`,
+    `Count the rows where ${said(rng, Y)} is ${v}.`,
+    `how many times is the ${said(rng, Y)} ${v}?`,
+  ];
+  return { type: 'counting', description: rng.pick(templates), sql: `SELECT COUNT(*) FROM ${bt(t.name)} WHERE ${bt(Y)} = ${q(v)};` };
+}
+
+const AGG: Record<'SUM' | 'MIN' | 'MAX' | 'AVG', readonly string[]> = {
+  SUM: ['What is the total {N}{W}?', 'What is the sum of {N}{W}?', 'Name the total number of {N}{W}'],
+  MIN: ['What is the lowest {N}{W}?', 'What is the smallest {N}{W}?', 'Name the least {N}{W}'],
+  MAX: ['What is the highest {N}{W}?', 'What is the largest {N}{W}?', 'Name the most {N}{W}'],
+  AVG: ['What is the average {N}{W}?', 'What is the mean {N}{W}?', 'Name the average {N}{W}'],
+};
+
+function draftAggregation(rng: Rng, t: SynthTable, fn: 'SUM' | 'MIN' | 'MAX' | 'AVG'): Draft | null {
+  const nums = numericCols(t);
+  if (nums.length === 0) return null;
+  const n = rng.pick(nums);
+  const N = t.columns[n]!;
+  let where = '';
+  let w = '';
+  const cols = valueCols(t).filter((c) => c !== n);
+  if (cols.length > 0 && rng.chance(0.7)) {
+    const y = rng.pick(cols);
+    const v = rng.pick(t.rows.filter((row) => goodValue(row[y] ?? null)))[y]!;
+    const Y = t.columns[y]!;
+    where = ` WHERE ${bt(Y)} = ${q(v)}`;
+    w = rng.pick([` when the ${said(rng, Y)} is ${v}`, ` for ${said(rng, Y)} ${v}`, ` with a ${said(rng, Y)} of ${v}`]);
+  }
+  const text = rng.pick(AGG[fn]).replace('{N}', said(rng, N)).replace('{W}', w);
+  return { type: `aggregation-${fn}`, description: text, sql: `SELECT ${fn}(${bt(N)}) FROM ${bt(t.name)}${where};` };
+}
+
+function draftComparison(rng: Rng, t: SynthTable): Draft | null {
+  const nums = numericCols(t);
+  if (nums.length === 0) return null;
+  const n = rng.pick(nums);
+  const x = pickOther(rng, valueCols(t), n);
+  if (x === null) return null;
+  const values = [...new Set(t.rows.map((r) => r[n] ?? '').filter((v) => NUM.test(v)).map(Number))].sort((a, b) => a - b);
+  if (values.length < 4) return null;
+  const m = 1 + rng.int(3);
+  const greater = rng.chance(0.5);
+  // strictly above the m+1-th largest (below the m+1-th smallest): m distinct values pass
+  const k = greater ? values[values.length - 1 - m]! : values[m]!;
+  const N = t.columns[n]!;
+  const X = t.columns[x]!;
+  const word = greater ? rng.pick(['greater than', 'more than', 'larger than', 'above']) : rng.pick(['less than', 'smaller than', 'fewer than', 'below']);
+  const templates = [`What is the ${said(rng, X)} when the ${said(rng, N)} is ${word} ${k}?`, `Which ${said(rng, X)} has a ${said(rng, N)} ${word} ${k}?`, `Name the ${said(rng, X)} with ${said(rng, N)} ${word} ${k}`];
+  return { type: 'comparison', description: rng.pick(templates), sql: `SELECT ${bt(X)} FROM ${bt(t.name)} WHERE ${bt(N)} ${greater ? '>' : '<'} ${k};` };
+}
+
+function draftRanking(rng: Rng, t: SynthTable): Draft | null {
+  const nums = numericCols(t);
+  if (nums.length === 0) return null;
+  const n = rng.pick(nums);
+  const x = pickOther(rng, valueCols(t), n);
+  if (x === null) return null;
+  const N = t.columns[n]!;
+  const X = t.columns[x]!;
+  const top = rng.chance(0.5);
+  const word = top ? rng.pick(['highest', 'largest', 'most']) : rng.pick(['lowest', 'smallest', 'fewest']);
+  const templates = [`Which ${said(rng, X)} has the ${word} ${said(rng, N)}?`, `What is the ${said(rng, X)} with the ${word} ${said(rng, N)}?`, `name the ${said(rng, X)} that has the ${word} ${said(rng, N)}`];
+  return { type: 'ranking', description: rng.pick(templates), sql: `SELECT ${bt(X)} FROM ${bt(t.name)} ORDER BY CAST(${bt(N)} AS DECIMAL) ${top ? 'DESC' : 'ASC'} LIMIT 1;` };
+}
+
+/** a value for column c that is not in the row: another row's, or a new number for numbers */
+function newValue(rng: Rng, t: SynthTable, c: number, not: string | null): string | null {
+  const nums = numericCols(t).includes(c);
+  if (nums && rng.chance(0.5)) {
+    const vs = t.rows.map((r) => Number(r[c])).filter((x) => Number.isFinite(x));
+    const hi = Math.max(10, Math.ceil(Math.max(...vs) * 1.2));
+    const v = String(rng.int(hi + 1));
+    return v === not ? null : v;
+  }
+  const pool = t.rows.map((r) => r[c] ?? null).filter((v): v is string => goodValue(v) && v !== not);
+  return pool.length > 0 ? rng.pick(pool) : null;
+}
+
+function draftInsert(rng: Rng, t: SynthTable): Draft | null {
+  if (t.columns.length > 7) return null;
+  const vals: string[] = [];
+  for (let c = 0; c < t.columns.length; c++) {
+    const v = newValue(rng, t, c, null);
+    if (v === null) return null;
+    vals.push(v);
+  }
+  if (t.rows.some((r) => cellKey(r) === cellKey(vals))) return null;
+  const pairs = t.columns.map((c, i) => [said(rng, c), vals[i]!] as const);
+  const list = (sep: (c: string, v: string) => string): string => {
+    const parts = pairs.map(([c, v]) => sep(c, v));
+    return parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0]!;
+  };
+  const templates = [
+    `Insert a new row into the ${t.name} table: ${list((c, v) => `${c} is ${v}`)}.`,
+    `Add a record to ${t.name} with ${list((c, v) => `${c} '${v}'`)}.`,
+    `Insert into ${t.name} (${t.columns.join(', ')}) values (${vals.map(q).join(', ')}).`,
+    `A new entry has ${list((c, v) => `${c} ${v}`)}. Insert it into the table.`,
+  ];
+  return { type: 'INSERT', description: rng.pick(templates), sql: `INSERT INTO ${bt(t.name)} VALUES (${vals.map(q).join(', ')});` };
+}
+
+function draftUpdate(rng: Rng, t: SynthTable): Draft | null {
+  const keys = valueCols(t).filter((c) => uniqueRows(t, c).length > 0);
+  if (keys.length === 0) return null;
+  const y = rng.pick(keys);
+  const a = pickOther(rng, t.columns.map((_c, i) => i), y);
+  if (a === null) return null;
+  const row = t.rows[rng.pick(uniqueRows(t, y))]!;
+  const x = newValue(rng, t, a, row[a] ?? null);
+  if (x === null) return null;
+  const A = t.columns[a]!;
+  const Y = t.columns[y]!;
+  const v = row[y]!;
+  const templates = [
+    `Update the ${said(rng, A)} to ${x} where the ${said(rng, Y)} is ${v}.`,
+    `Change the ${said(rng, A)} of the row with ${said(rng, Y)} ${v} to '${x}'.`,
+    `In the ${t.name} table, set ${said(rng, A)} to '${x}' for ${said(rng, Y)} ${v}.`,
+    `Modify the record where ${said(rng, Y)} is '${v}': the ${said(rng, A)} should be '${x}'.`,
+  ];
+  return { type: 'UPDATE', description: rng.pick(templates), sql: `UPDATE ${bt(t.name)} SET ${bt(A)} = ${q(x)} WHERE ${bt(Y)} = ${q(v)};` };
+}
+
+function draftDelete(rng: Rng, t: SynthTable): Draft | null {
+  const keys = valueCols(t).filter((c) => uniqueRows(t, c).length > 0);
+  if (keys.length === 0) return null;
+  const y = rng.pick(keys);
+  const v = t.rows[rng.pick(uniqueRows(t, y))]![y]!;
+  const Y = t.columns[y]!;
+  const templates = [`Delete the row where the ${said(rng, Y)} is ${v}.`, `Remove the entry with ${said(rng, Y)} '${v}' from the ${t.name} table.`, `Delete the record whose ${said(rng, Y)} is ${v}.`];
+  return { type: 'DELETE', description: rng.pick(templates), sql: `DELETE FROM ${bt(t.name)} WHERE ${bt(Y)} = ${q(v)};` };
+}
+
+function draft(rng: Rng, t: SynthTable, type: TaskType): Draft | null {
+  switch (type) {
+    case 'other':
+      return draftLookup(rng, t);
+    case 'counting':
+      return draftCounting(rng, t);
+    case 'comparison':
+      return draftComparison(rng, t);
+    case 'ranking':
+      return draftRanking(rng, t);
+    case 'aggregation-SUM':
+      return draftAggregation(rng, t, 'SUM');
+    case 'aggregation-MIN':
+      return draftAggregation(rng, t, 'MIN');
+    case 'aggregation-MAX':
+      return draftAggregation(rng, t, 'MAX');
+    case 'aggregation-AVG':
+      return draftAggregation(rng, t, 'AVG');
+    case 'INSERT':
+      return draftInsert(rng, t);
+    case 'UPDATE':
+      return draftUpdate(rng, t);
+    case 'DELETE':
+      return draftDelete(rng, t);
+  }
+}
+
+function pickType(rng: Rng, w: Readonly<Record<string, number>>): TaskType {
+  const entries = Object.entries(w).filter(([, x]) => x > 0);
+  const total = entries.reduce((a, [, x]) => a + x, 0);
+  let u = rng.next() * total;
+  for (const [k, x] of entries) {
+    u -= x;
+    if (u < 0) return k as TaskType;
+  }
+  return entries[entries.length - 1]![0] as TaskType;
+}
+
+export interface SynthOptions {
+  /** relative weights of the task types. @default DEFAULT_SYNTH_WEIGHTS */
+  weights?: SynthWeights;
+  /** tables to draw from. @default trainingTables() */
+  tables?: readonly SynthTable[];
+}
+
+/** The SQL a synthetic task's teacher runs (reads: sqlQuery; writes: label[0]). */
+export function synthSql(task: DbbenchTask): string {
+  const s = task.sqlQuery ?? task.label[0];
+  if (!s) throw new LmTargetError('LM_BAD_OPTION', `task ${task.id} has no reference SQL; pass a task from synthTasks()`, { data: { id: task.id } });
+  return s;
+}
+
+/**
+ * `n` synthetic DBBench tasks (the v0.2 protocol, same shape as loadTasks()'s), drawn from `rng`:
+ * the same RNG state gives the same tasks. Reads have 1–5 answer cells (computed by running the
+ * SQL on the env's SQLite backend); writes change the table (their answerMd5 is the table hash
+ * after the SQL). Ids are `dbsynth/<k>-<content hash>`.
+ *
+ * @example
+ * const tasks = await synthTasks(new Rng('dbsynth:1'), 100);
+ * await runEpisode(dbbenchEnv(tasks[0]!), { model: teacherModel(tasks[0]!) });
+ */
+export async function synthTasks(rng: Rng, n: number, o: SynthOptions = {}): Promise<DbbenchTask[]> {
+  if (!Number.isInteger(n) || n < 0) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: n must be an integer ≥ 0, got ${String(n)}`, { data: { n } });
+  const tables = o.tables ?? trainingTables();
+  if (tables.length === 0) throw new LmTargetError('LM_BAD_OPTION', 'synthTasks: no tables to draw from', {});
+  const weights = { ...DEFAULT_SYNTH_WEIGHTS, ...(o.weights ?? {}) };
+  for (const [k, w] of Object.entries(weights)) {
+    if (!(typeof w === 'number' && Number.isFinite(w) && w >= 0)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: weight of ${k} must be a number ≥ 0, got ${String(w)}`, { data: { type: k } });
+  }
+  if (!Object.values(weights).some((w) => w > 0)) throw new LmTargetError('LM_BAD_OPTION', 'synthTasks: every type weight is 0', {});
+  const out: DbbenchTask[] = [];
+  let tries = 0;
+  while (out.length < n) {
+    if (++tries > 50 * (n + 10)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: could not draw ${n} tasks from ${tables.length} tables with these weights`, { data: { n } });
+    const type = pickType(rng, weights);
+    const table = rng.pick(tables);
+    const d = draft(rng, table, type);
+    if (!d) continue;
+    const r = await runOnTable(table, d.sql);
+    if (!r.ok) continue;
+    const write = type === 'INSERT' || type === 'UPDATE' || type === 'DELETE';
+    let label: string[];
+    if (write) {
+      if (r.hash === r.before) continue;
+      label = [d.sql.replace(/;$/, '')];
+    } else {
+      const cells = resultCells(r.observation);
+      if (!cells || cells.length === 0 || cells.length > 5 || cells.some((c) => c.length > 60 || Number.isNaN(pyFloat(c)))) continue;
+      label = cells;
+    }
+    const addDescription = `The name of this table is ${table.name}, and the headers of this table are ${table.columns.join(',')}.`;
+    const digest = createHash('sha256').update(JSON.stringify([table.name, d.description, d.sql])).digest('hex').slice(0, 10);
+    out.push({
+      id: `dbsynth/${out.length}-${digest}`,
+      variant: 'v0.2',
+      type,
+      description: d.description,
+      addDescription,
+      tableName: table.name,
+      columns: table.columns,
+      rows: table.rows,
+      label,
+      sqlQuery: write ? null : d.sql,
+      answerMd5: write ? r.hash : null,
+    });
+  }
+  return out;
+}

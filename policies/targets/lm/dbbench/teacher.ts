@@ -1,0 +1,101 @@
+/**
+ * The DBBench teacher for behaviour cloning, and its episodes as BC decisions.
+ *
+ * On a synthetic task (synth.ts) the teacher knows the SQL: it runs it (`Action: Operation` with a
+ * ```sql block) and then answers from what the env returned (`Action: Answer` / `Final Answer:
+ * [...]`, the result's cells), so a model cloned from it learns to copy the answer from the SQL
+ * output, not to know it. After anything else (a failed or a wrong SQL) it runs its SQL again.
+ *
+ * Noise (`noise` per SQL decision, at most two per episode): the played action is a perturbed SQL
+ * (another column, an unknown column, a broken statement; writes only get the ones that fail, so
+ * the table stays as it was) while the label stays the teacher's, so the data shows recovery
+ * from an SQL error or a wrong result.
+ */
+import { Rng } from '../../../../cluster/rng.ts';
+import { dbbenchEnv, isWriteType, SQL_ERROR, type DbbenchTask } from '../../../../envs/dbbench/index.ts';
+import { runEpisode, type Model } from '../../../../harness/index.ts';
+import type { BcDecision } from '../bc.ts';
+import { answerText, operationText, resultCells, synthSql, synthTasks } from './synth.ts';
+
+/** The teacher's next reply, from the last action played and the env's last reply. */
+export function teacherAction(task: DbbenchTask, lastAction: string | null, lastObservation: string | null): string {
+  const op = operationText(synthSql(task));
+  if (lastAction === op && lastObservation !== null && !SQL_ERROR.test(lastObservation)) {
+    return answerText(resultCells(lastObservation) ?? []);
+  }
+  return op;
+}
+
+/** A perturbed operation for `task` (a wrong or an unknown column, or broken SQL), drawn from `rng`. */
+export function perturbSql(task: DbbenchTask, rng: Rng): string {
+  const sql = synthSql(task);
+  const cols = [...sql.matchAll(/`([^`]+)`/g)].map((m) => m[1]!).filter((c) => c !== task.tableName);
+  const kinds = isWriteType(task.type) ? ['unknown', 'broken'] : ['column', 'column', 'unknown', 'broken'];
+  const kind = rng.pick(kinds);
+  if (kind === 'column' && cols.length > 0) {
+    const from = rng.pick(cols);
+    const others = task.columns.filter((c) => c !== from);
+    if (others.length > 0) return operationText(sql.replace(`\`${from}\``, `\`${rng.pick(others)}\``));
+  }
+  if ((kind === 'unknown' || kind === 'column') && cols.length > 0) {
+    const from = rng.pick(cols);
+    const words = from.split(' ');
+    const bad = words.length > 1 ? words.slice(0, -1).join(' ') : `${from}s`;
+    return operationText(sql.replace(`\`${from}\``, `\`${bad}\``));
+  }
+  const broken = [
+    (s: string) => s.replace(/^(\w+)/, (w) => w.slice(0, -1)),
+    (s: string) => s.replace(/ FROM /, ' '),
+    (s: string) => s.replace(/'([^']*)';$/, "'$1;"),
+  ];
+  return operationText(rng.pick(broken)(sql));
+}
+
+/** A model that plays the teacher on one task (its episode's actions go through `onDecision`). */
+export function teacherModel(task: DbbenchTask, o: { noise?: number; rng?: Rng; onDecision?: (d: { messages: BcDecision['messages']; label: string; played: string }) => void; render?: (action: string, messages: readonly BcDecision['messages'][number][]) => string } = {}): Model {
+  let last: string | null = null;
+  let noisy = 0;
+  return {
+    name: 'dbbench-teacher',
+    decide(ctx) {
+      const obs = last === null ? null : (ctx.messages[ctx.messages.length - 1]?.content ?? null);
+      const label = teacherAction(task, last, obs);
+      let played = label;
+      if (o.rng && noisy < 2 && label.startsWith('Action: Operation') && o.rng.chance(o.noise ?? 0)) {
+        played = perturbSql(task, o.rng);
+        noisy++;
+      }
+      o.onDecision?.({ messages: ctx.messages.map((m) => ({ ...m })), label, played });
+      last = played;
+      return Promise.resolve(o.render ? o.render(played, ctx.messages) : played);
+    },
+  };
+}
+
+/**
+ * Teacher decisions on `episodes` synthetic tasks (one task per episode, drawn with
+ * `Rng('lm-dbsynth:<seed>')`), played through `runEpisode` and the real env, so each context is
+ * what a model sees. Deterministic for the options.
+ */
+export async function collectDbbench(o: { episodes: number; seed: number; noise?: number }): Promise<BcDecision[]> {
+  const rng = new Rng(`lm-bc:dbbench:${o.seed}`);
+  const tasks = await synthTasks(new Rng(`lm-dbsynth:${o.seed}`), o.episodes);
+  const out: BcDecision[] = [];
+  for (let e = 0; e < tasks.length; e++) {
+    const task = tasks[e]!;
+    const erng = rng.fork(`episode-${e}`);
+    const actions: string[] = [];
+    const labels: string[] = [];
+    const model = teacherModel(task, {
+      noise: o.noise ?? 0.15,
+      rng: erng,
+      onDecision: (d) => {
+        out.push({ env: 'dbbench', taskId: task.id, messages: d.messages, action: d.label, admissible: [], actions: actions.slice(), labels: labels.slice() });
+        actions.push(d.played);
+        labels.push(d.label);
+      },
+    });
+    await runEpisode(dbbenchEnv(task), { model, seed: e });
+  }
+  return out;
+}

@@ -1,0 +1,158 @@
+/**
+ * DBBench learned targets' data: the synthetic task generator (training tables only), the
+ * SQL-knowing teacher played through the real env, the reply renderer, and the context segments.
+ */
+import test from 'ava';
+import { Rng } from '../../../cluster/rng.ts';
+import { compareV02Read, dbbenchEnv, loadTasks, TASK_TYPES, V02_PROMPT } from '../../../envs/dbbench/index.ts';
+import { runEpisode } from '../../../harness/index.ts';
+import { collectDbbench, perturbSql, teacherAction, teacherModel } from '../../../policies/targets/lm/dbbench/teacher.ts';
+import { answerText, devTables, resultCells, synthTasks, tableNameKey, trainingTables } from '../../../policies/targets/lm/dbbench/synth.ts';
+import { renderDbbench } from '../../../policies/targets/lm/dbbench/render.ts';
+import { segmentMessages, buildContext } from '../../../policies/targets/lm/context.ts';
+import { harvestWords } from '../../../policies/targets/lm/vocab.ts';
+import { LmTokenizer } from '../../../policies/targets/lm/tokenizer.ts';
+import { isLmTargetError } from '../../../policies/targets/lm/errors.ts';
+
+const tasks = synthTasks(new Rng('test-dbsynth:1'), 240);
+const tokP = harvestWords(['dbbench']).then((w) => new LmTokenizer(w));
+
+test('dbbench synth - deterministic for a seed, another seed draws other tasks', async (t) => {
+  const a = await tasks;
+  const b = await synthTasks(new Rng('test-dbsynth:1'), 240);
+  t.deepEqual(a, b);
+  const c = await synthTasks(new Rng('test-dbsynth:2'), 40);
+  t.notDeepEqual(a.slice(0, 40).map((x) => x.description), c.map((x) => x.description));
+  t.is(new Set(a.map((x) => x.id)).size, a.length);
+});
+
+test('dbbench synth - no task uses a dev table: no dev table name, no dev row, no dev table content', async (t) => {
+  const dev = devTables();
+  const devTasks = loadTasks({ file: 'v0.2/dev' });
+  t.true(dev.names.size >= 50);
+  const standardNames = new Set(loadTasks({ file: 'v0.2/standard' }).map((x) => tableNameKey(x.tableName)));
+  // the training split shares table names with dev: those tables are left out
+  t.true([...dev.names].some((n) => standardNames.has(n)));
+  for (const table of trainingTables()) {
+    t.false(dev.names.has(tableNameKey(table.name)), table.name);
+    t.false(table.rows.some((r) => dev.rows.has(JSON.stringify(r))), table.name);
+  }
+  for (const x of await tasks) {
+    t.false(dev.names.has(tableNameKey(x.tableName)), x.id);
+    t.false(devTasks.some((d) => JSON.stringify([d.columns, d.rows]) === JSON.stringify([x.columns, x.rows])), x.id);
+    t.false(x.rows.some((r) => dev.rows.has(JSON.stringify(r))), x.id);
+  }
+});
+
+test('dbbench synth - every type of the real set is drawn, plus DELETE', async (t) => {
+  const types = new Set((await tasks).map((x) => x.type));
+  for (const ty of [...TASK_TYPES, 'DELETE'] as const) t.true(types.has(ty), ty);
+});
+
+test('dbbench synth - answers are right: lookups and counts recomputed from the rows', async (t) => {
+  let checked = 0;
+  for (const x of await tasks) {
+    const m = /^SELECT (COUNT\(\*\)|`([^`]+)`) FROM `[^`]+` WHERE `([^`]+)` = '([^']*)';$/.exec(x.sqlQuery ?? '');
+    if (!m) continue;
+    const y = x.columns.indexOf(m[3]!);
+    const hit = x.rows.filter((r) => (r[y] ?? '').toLowerCase() === m[4]!.toLowerCase());
+    if (m[1] === 'COUNT(*)') t.deepEqual(x.label, [String(hit.length)], x.id);
+    else t.deepEqual([...x.label].sort(), hit.map((r) => r[x.columns.indexOf(m[2]!)] ?? 'None').sort(), x.id);
+    checked++;
+  }
+  t.true(checked >= 40, `${checked} checked`);
+  for (const x of await tasks) {
+    if (x.sqlQuery) t.true(compareV02Read(JSON.stringify(x.label), x.label), x.id);
+    else t.regex(x.answerMd5 ?? '', /^\[\('[0-9a-f]{32}',\)\]$/, x.id);
+  }
+});
+
+test('dbbench synth - bad options are typed errors', async (t) => {
+  for (const bad of [() => synthTasks(new Rng(1), -1), () => synthTasks(new Rng(1), 3, { weights: { other: -1 } }), () => synthTasks(new Rng(1), 3, { tables: [] })]) {
+    const e = await t.throwsAsync(bad());
+    t.true(isLmTargetError(e) && e.code === 'LM_BAD_OPTION', String(e));
+  }
+});
+
+test('dbbench teacher - wins the synthetic tasks through the real env, also through the tokenizer and the renderer', async (t) => {
+  const xs = (await tasks).slice(0, 120);
+  const tok = await tokP;
+  let won = 0;
+  let wonTok = 0;
+  for (const x of xs) {
+    if ((await runEpisode(dbbenchEnv(x), { model: teacherModel(x), seed: 0 })).outcome.won) won++;
+    const viaTok = teacherModel(x, { render: (a, m) => renderDbbench(tok.encode(a), tok, m) });
+    if ((await runEpisode(dbbenchEnv(x), { model: viaTok, seed: 0 })).outcome.won) wonTok++;
+  }
+  t.log(`teacher ${won}/${xs.length}, through tokens ${wonTok}/${xs.length}`);
+  t.true(won >= 0.98 * xs.length);
+  t.true(wonTok >= 0.95 * xs.length);
+});
+
+test('dbbench teacher - answers from the observation; after an error it runs its SQL again', async (t) => {
+  const x = (await tasks).find((y) => y.type === 'other')!;
+  const op = teacherAction(x, null, null);
+  t.regex(op, /^Action: Operation\n```sql\nSELECT .*;\n```$/);
+  t.is(teacherAction(x, op, "[('Foo Bar',), (3,)]"), answerText(['Foo Bar', '3']));
+  t.is(teacherAction(x, op, "1054 (42S22): Unknown column 'x' in 'field list'"), op);
+  t.is(teacherAction(x, 'Action: Operation\n```sql\nSELECT 1;\n```', '[(1,)]'), op);
+  t.deepEqual(resultCells("[('a', 2), (None,), (1.5,)]"), ['a', '2', 'None', '1.5']);
+  t.is(resultCells('1064 (42000): You have an error'), null);
+  const p = perturbSql(x, new Rng(3));
+  t.not(p, op);
+  t.regex(p, /^Action: Operation\n```sql\n/);
+});
+
+test('dbbench teacher - noisy decisions keep the teacher label and are deterministic', async (t) => {
+  const a = await collectDbbench({ episodes: 20, seed: 4, noise: 0.5 });
+  const b = await collectDbbench({ episodes: 20, seed: 4, noise: 0.5 });
+  t.deepEqual(a, b);
+  t.true(a.length > 20);
+  const noisy = a.filter((d) => d.actions.some((x, i) => x !== d.labels[i]));
+  t.true(noisy.length > 0);
+  for (const d of a) t.regex(d.action, /^Action: (Operation\n```sql\n|Answer\nFinal Answer: \[)/);
+});
+
+test('dbbench render - the protocol, case and spacing come back from the conversation; garbage stays garbage', async (t) => {
+  const tok = await tokP;
+  const messages = [
+    { role: 'user' as const, content: V02_PROMPT },
+    { role: 'assistant' as const, content: 'Ok.' },
+    { role: 'user' as const, content: 'What is the Score when the Home team is Dabney Wölfe?\nThe name of this table is Football Cup Matches, and the headers of this table are Tie no,Home team,Score,Win %.' },
+  ];
+  const op = "Action: Operation\n```sql\nSELECT `Win %`, COUNT(*) FROM `Football Cup Matches` WHERE `Home team` = 'Dabney Wölfe' AND `Tie no` >= 1.5;\n```";
+  t.is(renderDbbench(tok.encode(op), tok, messages), "Action: Operation\n```sql\nselect `Win %`, count(*) from `Football Cup Matches` where `Home team` = 'Dabney Wölfe' and `Tie no` >= 1.5;\n```");
+  const obs = [...messages, { role: 'assistant' as const, content: op }, { role: 'user' as const, content: "[('2–1 Aet', 3.0)]" }];
+  t.is(renderDbbench(tok.encode('Action: Answer\nFinal Answer: ["2–1 Aet", "3.0"]'), tok, obs), 'Action: Answer\nFinal Answer: ["2–1 Aet", "3.0"]');
+  t.is(renderDbbench(tok.encode('select the score'), tok, messages), 'select the score');
+});
+
+test('dbbench context - the prompt is the head, the question the goal, the table info the room', async (t) => {
+  const tok = await tokP;
+  const [task] = await synthTasks(new Rng('ctx'), 1);
+  const messages = [
+    { role: 'user' as const, content: V02_PROMPT },
+    { role: 'assistant' as const, content: 'Ok.' },
+    { role: 'user' as const, content: `${task!.description}\n${task!.addDescription}` },
+    { role: 'assistant' as const, content: teacherAction(task!, null, null) },
+    { role: 'user' as const, content: '[]' },
+  ];
+  const s = segmentMessages(messages);
+  t.is(s.goal, task!.description);
+  t.is(s.room, task!.addDescription);
+  t.true(s.instructions.includes('MySQL'));
+  t.deepEqual(s.turns.map((x) => x.kind), ['act', 'obs']);
+  const w = buildContext(messages, tok, { maxLen: 256, maxNewTokens: 96 });
+  t.true(w.length <= 160);
+  t.true(tok.decode(w).includes(tok.decode(tok.encode(task!.description))));
+});
+
+test('dbbench vocab - dev cells mostly tokenize to a few tokens', async (t) => {
+  const tok = await tokP;
+  const cells = loadTasks({ file: 'v0.2/dev' }).flatMap((x) => x.rows.flat()).filter((c): c is string => !!c);
+  const lens = cells.map((c) => tok.encode(c).length);
+  const mean = lens.reduce((a, b) => a + b, 0) / lens.length;
+  const spelled = cells.map((c) => tok.encode(c)).flat().filter((id) => tok.vocab[id]!.startsWith('#')).length / lens.reduce((a, b) => a + b, 0);
+  t.log(`dev cells: ${cells.length}, mean ${mean.toFixed(1)} tokens, ${(spelled * 100).toFixed(0)} % spelling tokens`);
+  t.true(mean < 12);
+});
