@@ -26,10 +26,19 @@ export interface ContextBudget {
   roomShare?: number;
   /** tokens kept of one turn (the newest observation keeps twice as many: it lists what is in view). @default 48 */
   turnTokens?: number;
+  /**
+   * Observation masking (as SWE-agent does with old environment output): an observation or hint
+   * turn older than the newest `elide` of them keeps only its first {@link ELIDED_TOKENS} tokens
+   * ("Nothing happens.", "On the desk 1"), so the window holds the whole history of
+   * actions instead of a few whole turns. 0 or unset: turns are only dropped whole, oldest first.
+   */
+  elide?: number;
 }
 
 /** @default 20 */
 export const DEFAULT_MAX_NEW_TOKENS = 20;
+/** tokens an elided observation or hint keeps (see {@link ContextBudget.elide}) */
+export const ELIDED_TOKENS = 4;
 
 export interface Segments {
   instructions: string;
@@ -122,9 +131,11 @@ export function buildContext(messages: readonly ChatMessage[], tok: LmTokenizer,
   let used = head.length + tail.length + 1; // + a possible <cut>
   let dropped = false;
   let newestObs = true;
+  let shown = 0;
   for (let k = s.turns.length - 1; k >= 0; k--) {
     const t = s.turns[k]!;
-    const keep = t.kind === 'obs' && newestObs ? 2 * cap : cap;
+    const elided = !!b.elide && t.kind !== 'act' && shown++ >= b.elide;
+    const keep = elided ? ELIDED_TOKENS : t.kind === 'obs' && newestObs ? 2 * cap : cap;
     if (t.kind === 'obs') newestObs = false;
     const ids = [sp(t.kind === 'act' ? '<act>' : t.kind === 'obs' ? '<obs>' : '<hint>'), ...tok.encode(t.text).slice(0, keep)];
     if (used + ids.length > room) {

@@ -3,7 +3,7 @@
  * per env, over the first `tasks` tasks of the evaluation split × `seeds` seeds, through
  * `runEpisode`. Entries that are not built are listed as such.
  */
-import { runEpisode } from '../../../harness/index.ts';
+import { runEpisode, type EpisodeRecord, type Model } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds, type LmEnv } from './bc.ts';
 import { lmModel } from './model.ts';
 import { LM_SERVING_VERSION, knownZoo, resolveConfig, type ZooConfig } from './zoo.ts';
@@ -52,6 +52,24 @@ export interface VanillaResult {
   meanSteps: number;
 }
 
+/**
+ * The vanilla episodes of one model: the first `tasks` tasks of the env's evaluation split ×
+ * seeds 1…seeds (seed-major), 64 in flight, so the model decodes their decisions together (the
+ * same episodes as one at a time).
+ */
+export async function vanillaEpisodes(m: Model, env: LmEnv, tasks: number, seeds: number): Promise<EpisodeRecord[]> {
+  const ids = taskIds(env, EVAL_SPLIT[env]).slice(0, tasks);
+  const eps = Array.from({ length: seeds }, (_, k) => ids.map((t) => ({ t, seed: k + 1 }))).flat();
+  const recs = new Array<EpisodeRecord>(eps.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(64, eps.length) }, async () => {
+      for (let i = next++; i < eps.length; i = next++) recs[i] = await runEpisode(envFactory(env, eps[i]!.t), { model: m, seed: eps[i]!.seed });
+    }),
+  );
+  return recs;
+}
+
 /** Did a step do nothing? (see {@link VanillaResult.noop}) */
 export function noopStep(env: LmEnv, s: { observation: string }, prev: { observation: string } | undefined): boolean {
   if (s.observation.startsWith('Nothing happens') || /invalid|not (valid|available)/i.test(s.observation.slice(0, 60))) return true;
@@ -84,23 +102,16 @@ async function measureFresh(name: string, env: LmEnv, o: { tasks: number; seeds:
   const m = await lmModel(name, { ...(o.dir ? { dir: o.dir } : {}), ...(o.zoo ? { zoo: o.zoo } : {}) });
   const tasks = taskIds(env, EVAL_SPLIT[env]).slice(0, o.tasks);
   try {
-    const eps = Array.from({ length: o.seeds }, (_, k) => tasks.map((t, i) => ({ t, i, seed: k + 1 }))).flat();
-    const recs = new Array<Awaited<ReturnType<typeof runEpisode>>>(eps.length);
-    // 64 episodes in flight: the model decodes their decisions together (the same episodes as one at a time)
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(64, eps.length) }, async () => {
-        for (let i = next++; i < eps.length; i = next++) recs[i] = await runEpisode(envFactory(env, eps[i]!.t), { model: m, seed: eps[i]!.seed });
-      }),
-    );
+    const recs = await vanillaEpisodes(m, env, o.tasks, o.seeds);
     const wonBy = tasks.map(() => [] as number[]);
     const scoreBy = tasks.map(() => [] as number[]);
     let steps = 0;
     let noop = 0;
     let invalid = 0;
     recs.forEach((rec, k) => {
-      wonBy[eps[k]!.i]!.push(rec.outcome.won ? 1 : 0);
-      scoreBy[eps[k]!.i]!.push(rec.outcome.reward ?? 0);
+      // episode k is task k mod tasks, seed ⌊k / tasks⌋ + 1 (seed-major)
+      wonBy[k % tasks.length]!.push(rec.outcome.won ? 1 : 0);
+      scoreBy[k % tasks.length]!.push(rec.outcome.reward ?? 0);
       steps += rec.steps.length;
       noop += rec.steps.filter((s, i) => noopStep(env, s, rec.steps[i - 1])).length;
       invalid += rec.steps.filter((s) => s.invalidFormat).length;

@@ -44,6 +44,7 @@ const shape = {
     seed: z.number().int(),
     temperature: z.number().min(0).max(2).optional(),
     maxNewTokens: int(1, 512).optional(),
+    elide: int(0, 64).optional(),
     base: z.string().optional(),
     note: z.string().optional(),
 };

@@ -8,9 +8,10 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runEpisode, type EpisodeRecord } from '../../../harness/index.ts';
+import type { EpisodeRecord } from '../../../harness/index.ts';
 import { LearnerProcess } from '../../../learner/process.ts';
-import { EVAL_SPLIT, envFactory, taskIds, type LmEnv } from './bc.ts';
+import type { LmEnv } from './bc.ts';
+import { vanillaEpisodes } from './table.ts';
 import { LmTargetError } from './errors.ts';
 import { lmModel, type LmModel } from './model.ts';
 import {
@@ -45,20 +46,6 @@ data) and are distributed under the repository's terms.
 `;
 
 const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
-
-/** The vanilla episodes of one model (the first `tasks` tasks of the env's evaluation split × seeds 1…seeds, 64 in flight). */
-export async function vanillaEpisodes(m: LmModel, env: LmEnv, tasks: number, seeds: number): Promise<EpisodeRecord[]> {
-  const ids = taskIds(env, EVAL_SPLIT[env]).slice(0, tasks);
-  const eps = Array.from({ length: seeds }, (_, k) => ids.map((t) => ({ t, seed: k + 1 }))).flat();
-  const recs = new Array<EpisodeRecord>(eps.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(64, eps.length) }, async () => {
-      for (let i = next++; i < eps.length; i = next++) recs[i] = await runEpisode(envFactory(env, eps[i]!.t), { model: m, seed: eps[i]!.seed });
-    }),
-  );
-  return recs;
-}
 
 /** Export `pt`'s model as the decode graph with fp16 weights into `out` (one learner process, or the one given). */
 export async function exportCompact(pt: string, out: string, o: { python?: string; learner?: LearnerProcess } = {}): Promise<void> {
@@ -209,6 +196,11 @@ export interface VerifyOptions {
   log?: (line: string) => void;
   /** builds at once. @default 1 */
   jobs?: number;
+  /**
+   * the zoo folder to rebuild into; builds already there are compared as they are (a test that
+   * has just built the models). @default a fresh temporary folder, removed afterwards
+   */
+  dir?: string;
 }
 
 /** A meta.json without what a rebuild cannot repeat (the timings). */
@@ -258,7 +250,7 @@ export async function verifyVendored(o: VerifyOptions = {}): Promise<VerifyLine[
     if (o.rebuild === false) lines.set(id, { id, status: 'files ok', detail: `model.onnx ${entry.files['model.onnx'].sha256.slice(0, 16)}…, meta.json ${entry.files['meta.json'].sha256.slice(0, 16)}…`, vendored: entry.files['model.onnx'].sha256 });
   }
   if (o.rebuild !== false && configs.size) {
-    const tmp = mkdtempSync(join(tmpdir(), 'hr1-verify-'));
+    const tmp = o.dir ?? mkdtempSync(join(tmpdir(), 'hr1-verify-'));
     try {
       try {
         await buildZoo({ only: [...configs.keys()], dir: tmp, zoo, jobs: o.jobs ?? 1, ...(o.log ? { log: o.log } : {}), ...(o.python ? { python: o.python } : {}) });
@@ -293,7 +285,7 @@ export async function verifyVendored(o: VerifyOptions = {}): Promise<VerifyLine[
         await lp.close();
       }
     } finally {
-      rmSync(tmp, { recursive: true, force: true });
+      if (!o.dir) rmSync(tmp, { recursive: true, force: true });
     }
   }
   return ids.map((id) => lines.get(id)!);

@@ -71,6 +71,11 @@ export interface ZooConfig {
   temperature?: number;
   /** tokens kept free for the action in each window, and the most a decision decodes. @default 20 */
   maxNewTokens?: number;
+  /**
+   * observation masking: observations and hints older than the newest `elide` keep their first
+   * 4 tokens (context.ts), so the window keeps the episode's actions. @default 0 (turns dropped whole)
+   */
+  elide?: number;
   /** train further from this zoo entry (a fine-tuned variant); its size and context are the base's */
   base?: string;
   note?: string;
@@ -111,6 +116,8 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-l-256-a', envs: alf, ...size.l, maxLen: 256, episodes: 600, steps: 1500, lr: 2e-3, seed: 1 },
   { name: 'alf-s-512-a', envs: alf, ...size.s, maxLen: 512, episodes: 400, steps: 800, seed: 1, note: 'a whole teacher episode fits' },
   { name: 'alf-m-512-a', envs: alf, ...size.m, maxLen: 512, episodes: 500, steps: 1000, seed: 1, note: 'a whole teacher episode fits' },
+  { name: 'alf-s-256-e', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, elide: 2, note: 'observation masking: old observations keep 4 tokens' },
+  { name: 'alf-m-384-e', envs: alf, ...size.m, maxLen: 384, episodes: 500, steps: 1000, seed: 1, elide: 2, note: 'observation masking: old observations keep 4 tokens' },
   { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, slots: true, maxNewTokens: 32 },
   { name: 'ws-s-256-b', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 2, slots: true, maxNewTokens: 32 },
   { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1, slots: true, maxNewTokens: 32 },
@@ -120,12 +127,11 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 400, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
   { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 500, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
   // DBBench: synthetic tasks over the training split's tables (dbbench/synth.ts), SQL actions need more new tokens
-  { name: 'db-xs-256-a', envs: db, ...size.xs, maxLen: 256, episodes: 300, steps: 400, seed: 1, maxNewTokens: 96 },
-  { name: 'db-s-256-a', envs: db, ...size.s, maxLen: 256, episodes: 400, steps: 600, seed: 1, maxNewTokens: 96 },
-  { name: 'db-s-256-b', envs: db, ...size.s, maxLen: 256, episodes: 400, steps: 600, seed: 2, maxNewTokens: 96 },
-  { name: 'db-s-256-lo', envs: db, ...size.s, maxLen: 256, episodes: 60, steps: 400, seed: 1, maxNewTokens: 96, note: 'little data' },
-  { name: 'db-s-384-a', envs: db, ...size.s, maxLen: 384, episodes: 400, steps: 600, seed: 1, maxNewTokens: 128 },
-  { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 600, steps: 800, seed: 1, maxNewTokens: 128 },
+  { name: 'db-xs-384-a', envs: db, ...size.xs, maxLen: 384, episodes: 3000, steps: 600, seed: 1, maxNewTokens: 96 },
+  { name: 'db-s-384-a', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 1, maxNewTokens: 96 },
+  { name: 'db-s-384-b', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 2, maxNewTokens: 96 },
+  { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, note: 'little data' },
+  { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96 },
 ] satisfies ZooConfig[]);
 
 let userZoo: { path: string; mtimeMs: number; entries: readonly ZooConfig[] } | null = null;
@@ -149,9 +155,11 @@ export function knownZoo(): readonly ZooConfig[] {
 }
 
 /** A config with defaults filled, the tiny budget applied, and its hash. */
-export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots'>> {
+export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide'>> {
   /** set only when on, so the hashes of configs without slots are what they were */
   slots?: true;
+  /** set only when on (as slots) */
+  elide?: number;
   /** the name as asked for (with `@tiny` when tiny) */
   id: string;
   tiny: boolean;
@@ -182,6 +190,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     hintRate: c.hintRate ?? 0.3,
     teacher: c.teacher ?? 'explorer',
     ...(c.slots ? { slots: true as const } : {}),
+    ...(c.elide ? { elide: c.elide } : {}),
     seed: c.seed,
     temperature: c.temperature ?? 0.5,
     maxNewTokens: c.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS,
@@ -311,7 +320,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const decisions: BcDecision[] = [];
   for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher })));
   const rates: HintRates = { skills: c.hintRate, hint: c.hintRate, injected: c.hintRate * 0.5 };
-  const rows = bcRows(decisions, tok, { maxLen: c.maxLen, maxNewTokens: c.maxNewTokens }, rates, c.seed, { slots: c.slots ?? false });
+  const rows = bcRows(decisions, tok, { maxLen: c.maxLen, maxNewTokens: c.maxNewTokens, ...(c.elide ? { elide: c.elide } : {}) }, rates, c.seed, { slots: c.slots ?? false });
   const t1 = performance.now();
   o.log?.(`lm/${c.id}: ${decisions.length} decisions → ${rows.length} rows, vocab ${tok.size}; training ${c.steps} steps`);
   const tmp = join(root, `${c.hash}.tmp`);

@@ -15,7 +15,7 @@ import { buildZoo, readMeta, resolveConfig, ZOO, type ZooConfig } from '../../..
 const dir = mkdtempSync(join(tmpdir(), 'hr1-zoo-db-'));
 test.after.always(() => rmSync(dir, { recursive: true, force: true }));
 
-const zoo: ZooConfig[] = [...ZOO, { ...ZOO.find((z) => z.name === 'db-xs-256-a')!, name: 'db-untrained', steps: 0 }];
+const zoo: ZooConfig[] = [...ZOO, { ...ZOO.find((z) => z.name === 'db-xs-384-a')!, name: 'db-untrained', steps: 0 }];
 // reads and writes of the dev split
 const TASKS = taskIds('dbbench', EVAL_SPLIT.dbbench).slice(0, 3);
 // the protocol's header as the env reads it, and a whole one-line SQL operation
@@ -31,17 +31,17 @@ async function play(name: string): Promise<EpisodeRecord[]> {
   }
 }
 
-const built = buildZoo({ only: ['db-xs-256-a', 'db-untrained'], tiny: true, dir, zoo, jobs: 2 });
+const built = buildZoo({ only: ['db-xs-384-a', 'db-untrained'], tiny: true, dir, zoo, jobs: 2 });
 
 test('dbbench zoo - a tiny target trains on synthetic tasks and writes the protocol header on dev tasks; the untrained one does not', async (t) => {
   t.timeout(600_000); // a loaded 2-core machine; alone the two tiny builds take well under a minute
   const results = await built;
-  const r = results.find((x) => x.id === 'db-xs-256-a@tiny')!;
+  const r = results.find((x) => x.id === 'db-xs-384-a@tiny')!;
   t.true(r.lossLast < r.lossFirst * 0.6, `loss ${r.lossFirst.toFixed(2)} → ${r.lossLast.toFixed(2)}`);
-  const meta = readMeta(resolveConfig('db-xs-256-a@tiny', zoo), dir)!;
+  const meta = readMeta(resolveConfig('db-xs-384-a@tiny', zoo), dir)!;
   t.is(meta.maxNewTokens, 96);
   t.true(meta.words.includes('select') && meta.words.includes('operation'));
-  const trained = await play('db-xs-256-a@tiny');
+  const trained = await play('db-xs-384-a@tiny');
   const untrained = await play('db-untrained@tiny');
   const share = (recs: EpisodeRecord[], re = HEADER): number => {
     const steps = recs.flatMap((x) => x.steps);

@@ -10,6 +10,7 @@ import { runEpisode, type EpisodeRecord } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds } from '../../../policies/targets/lm/bc.ts';
 import { lmModel } from '../../../policies/targets/lm/model.ts';
 import { buildZoo, LM_SERVING_VERSION, readMeta, resolveConfig, ZOO, type ZooConfig } from '../../../policies/targets/lm/zoo.ts';
+import { verifyVendored } from '../../../policies/targets/lm/vendor-build.ts';
 import { measureVanilla, zooTableJson, zooTableMarkdown, zooTableRows } from '../../../policies/targets/lm/table.ts';
 import { readFileSync } from 'node:fs';
 
@@ -66,6 +67,12 @@ test('zoo build - two tiny targets train, export ONNX and are cached by config h
   const again = await buildZoo({ only: ['alf-xs-192-a'], tiny: true, dir, zoo });
   t.true(again[0]!.cached);
   t.is(again[0]!.hash, results[0]!.hash);
+});
+
+test('zoo verify - the shipped tiny models are what this checkout builds (fp16 export of the builds above against the vendored manifest)', async (t) => {
+  await built;
+  const lines = await verifyVendored({ only: ['alf-xs-192-a@tiny', 'alf-xs-192-b@tiny'], dir });
+  t.deepEqual(lines.map((l) => [l.id, l.status]), [['alf-xs-192-a@tiny', 'match'], ['alf-xs-192-b@tiny', 'match']], lines.map((l) => `${l.id}: ${l.status} ${l.detail}`).join('; '));
 });
 
 test('zoo build - deterministic: the same config builds the same weights in another folder', async (t) => {

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { collectDecisions } from '../../../policies/targets/lm/bc.ts';
-import { buildContext, segmentMessages } from '../../../policies/targets/lm/context.ts';
+import { buildContext, ELIDED_TOKENS, segmentMessages } from '../../../policies/targets/lm/context.ts';
 import { BOS_ID, LmTokenizer } from '../../../policies/targets/lm/tokenizer.ts';
 import { harvestWords } from '../../../policies/targets/lm/vocab.ts';
 import type { ChatMessage } from '../../../harness/index.ts';
@@ -91,4 +91,33 @@ test('context - a user turn after a user turn is read as an injected hint', (t) 
   t.is(seg.goal, 'put a pen in desk.');
   t.deepEqual(seg.turns.map((x) => x.kind), ['act', 'obs', 'hint', 'hint']);
   t.is(seg.turns[3]!.text, 'try open drawer 1');
+});
+
+test('context - observation masking (elide): old observations and hints keep their first tokens, the newest stay whole, more actions fit', (t) => {
+  const msgs = longConversation(60);
+  const act = tok.special('<act>');
+  const plain = buildContext(msgs, tok, { maxLen: 256 });
+  const masked = buildContext(msgs, tok, { maxLen: 256, elide: 2 });
+  t.true(masked.length <= 236);
+  // more of an episode's actions are in the window (the teacher decision with the longest history)
+  const acts = (ids: number[]): number => ids.filter((i) => i === act).length;
+  t.true(acts(masked) > acts(plain), `${acts(masked)} vs ${acts(plain)} actions`);
+  const long = decisions.reduce((a, d) => (d.messages.length > a.messages.length ? d : a));
+  const [p, m] = [buildContext(long.messages, tok, { maxLen: 192 }), buildContext(long.messages, tok, { maxLen: 192, elide: 2 })];
+  t.true(acts(m) >= acts(p) + 2, `${acts(m)} vs ${acts(p)} actions of ${long.actions.length}`);
+  // the two newest observations are whole; an older one keeps ELIDED_TOKENS tokens
+  const turns = (ids: number[]): number[][] => {
+    const out: number[][] = [];
+    for (const id of ids) {
+      if (id === tok.special('<obs>') || id === act || id === tok.special('<hint>')) out.push([id]);
+      else out.at(-1)?.push(id);
+    }
+    return out;
+  };
+  const obs = turns(masked).filter((x) => x[0] === tok.special('<obs>')).slice(1); // the first is the room
+  t.true(obs.length >= 4);
+  for (const o of obs.slice(0, -2)) t.true(o.length - 1 <= ELIDED_TOKENS, `elided turn of ${o.length - 1} tokens`);
+  t.deepEqual(obs.slice(-2).map((o) => tok.decode(o.slice(1))), msgs.filter((m) => m.role === 'user').slice(-2).map((m) => tok.decode(tok.encode(m.content).slice(0, 96))));
+  // off by default: the same window as before
+  t.deepEqual(buildContext(msgs, tok, { maxLen: 256, elide: 0 }), plain);
 });
