@@ -20,6 +20,8 @@ export interface WebshopEnvOptions {
   protocol?: ProtocolName;
   /** a user's own WebShop data dir */
   dataDir?: string;
+  /** an already loaded env to play (e.g. the vendored one with extra training goals); overrides dataDir */
+  loaded?: WebshopEnv;
 }
 
 /** The step limit of each protocol. */
@@ -83,7 +85,7 @@ class WebshopSession implements EnvSession {
  * await runEpisode(webshopEnv(ws.goals[0]!.id), { model: expertModel() });
  */
 export function webshopEnv(goalId: string, opts: WebshopEnvOptions = {}): EnvFactory {
-  const ws = loadWebshop(opts.dataDir ? { dataDir: opts.dataDir } : {});
+  const ws = opts.loaded ?? loadWebshop(opts.dataDir ? { dataDir: opts.dataDir } : {});
   if (!ws.goalsById.has(goalId)) throw new EnvError('ENV_BAD_OPTION', `webshop has no goal "${goalId}"; use ids from loadWebshop().goals`, { data: { option: 'goalId' } });
   return { env: 'webshop', taskId: goalId, open: () => new WebshopSession(ws, goalId, opts) };
 }

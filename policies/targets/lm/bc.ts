@@ -10,7 +10,9 @@
  */
 import { Rng } from '../../../cluster/rng.ts';
 import { admissible as alfAdmissible, expert as alfExpert, loadGames, reset as alfReset, step as alfStep, type AlfState, type Game } from '../../../envs/alfworld/index.ts';
-import { expert as wsExpert, loadWebshop, reset as wsReset, step as wsStep, type WebshopState } from '../../../envs/webshop/index.ts';
+import { expert as wsExpert, loadWebshop, reset as wsReset, step as wsStep, webshopEnv, type WebshopEnv, type WebshopState } from '../../../envs/webshop/index.ts';
+import { synthGoals, withGoals } from './ws-goals.ts';
+import { renumbering } from './renumber.ts';
 import { envDescriptor, envFactory as registryFactory, listTasks } from '../../../envs/registry.ts';
 import { runEpisode, type ChatMessage, type EnvFactory, type Model } from '../../../harness/index.ts';
 import { explorer } from './explorer.ts';
@@ -62,6 +64,22 @@ export interface CollectOptions {
   teacher?: Teacher;
   /** ids to draw from. @default the env's training split */
   tasks?: readonly string[];
+  /**
+   * WebShop: synthetic training goals added to the pool (ws-goals.ts: instructions written from
+   * products no test or dev goal targets), so the model copies instructions instead of
+   * memorising the 91 training goals. @default 0
+   */
+  synthGoals?: number;
+  /**
+   * DBBench: the share of synthetic tasks whose table, columns and string values are renamed
+   * (dbbench/synth.ts), so names are copied from the prompt instead of memorised. @default 0
+   */
+  rename?: number;
+  /**
+   * ALFWorld: the share of episodes recorded with renumbered instances (renumber.ts: each kind's
+   * numbers redrawn, increasing), so numbers are copied from the observations. @default 0
+   */
+  renumber?: number;
 }
 
 /** The env's pure state next to the harness's session, to know admissible actions and the oracle. */
@@ -85,8 +103,7 @@ function alfMirror(game: Game, teacher: AlfTeacher): Mirror {
   };
 }
 
-function wsMirror(goalId: string, teacher: Teacher): Mirror {
-  const ws = loadWebshop();
+function wsMirror(ws: WebshopEnv, goalId: string, teacher: Teacher): Mirror {
   const r = wsReset(ws, goalId, { protocol: 'react' });
   let s: WebshopState = r.state;
   let clickables = r.info.clickables;
@@ -117,24 +134,30 @@ export function envFactory(env: LmEnv, taskId: string): EnvFactory {
  */
 export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]> {
   // DBBench: synthetic tasks over the training split's tables, taught by the SQL-knowing teacher (dbbench/teacher.ts)
-  if (o.env === 'dbbench') return collectDbbench({ episodes: o.episodes, seed: o.seed, noise: o.noise ?? 0.15 });
+  if (o.env === 'dbbench') return collectDbbench({ episodes: o.episodes, seed: o.seed, noise: o.noise ?? 0.15, rename: o.rename ?? 0 });
   const rng = new Rng(`lm-bc:${o.env}:${o.seed}`);
-  const pool = o.tasks ?? taskIds(o.env, envDescriptor(o.env).splits.train);
+  // WebShop with synthetic goals plays a copy of the vendored env that knows them
+  const synth = o.env === 'webshop' && o.synthGoals ? synthGoals(loadWebshop(), new Rng(`lm-bc:webshop-goals:${o.seed}`), o.synthGoals) : [];
+  const ws = o.env === 'webshop' ? (synth.length ? withGoals(loadWebshop(), synth) : loadWebshop()) : null;
+  const pool = [...(o.tasks ?? taskIds(o.env, envDescriptor(o.env).splits.train)), ...synth.map((g) => g.id)];
   const order: string[] = [];
   while (order.length < o.episodes) order.push(...rng.shuffle(pool));
   const out: BcDecision[] = [];
   for (let e = 0; e < o.episodes; e++) {
     const taskId = order[e]!;
     const erng = rng.fork(`episode-${e}`);
-    const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!, o.teacher ?? 'explorer') : wsMirror(taskId, o.teacher ?? 'explorer');
+    const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!, o.teacher ?? 'explorer') : wsMirror(ws!, taskId, o.teacher ?? 'explorer');
     const actions: string[] = [];
     const labels: string[] = [];
+    // the episode's texts as recorded: renumbered for a share of ALFWorld episodes
+    const rn = o.env === 'alfworld' && o.renumber && erng.chance(o.renumber) ? renumbering(loadGames().get(taskId)!, erng.fork('renumber')) : null;
     const model: Model = {
       name: 'bc-expert',
       decide(ctx) {
         const label = mirror.expert() ?? 'look';
         const adm = mirror.admissible();
-        out.push({ env: o.env, taskId, messages: ctx.messages.map((m) => ({ ...m })), action: label, admissible: adm, actions: actions.slice(), labels: labels.slice() });
+        const d: BcDecision = { env: o.env, taskId, messages: ctx.messages.map((m) => ({ ...m })), action: label, admissible: adm, actions: actions.slice(), labels: labels.slice() };
+        out.push(rn ? { ...d, messages: d.messages.map((m) => ({ ...m, content: rn(m.content) })), action: rn(d.action), admissible: d.admissible.map(rn), actions: d.actions.map(rn), labels: d.labels.map(rn) } : d);
         const play = adm.length > 0 && actions.length > 0 && erng.chance(o.noise ?? 0.15) ? erng.pick(adm) : label;
         mirror.step(play);
         actions.push(play);
@@ -142,7 +165,7 @@ export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]>
         return Promise.resolve(play);
       },
     };
-    await runEpisode(envFactory(o.env, taskId), { model, seed: e });
+    await runEpisode(ws && synth.length ? webshopEnv(taskId, { loaded: ws }) : envFactory(o.env, taskId), { model, seed: e });
   }
   return out;
 }

@@ -45,6 +45,9 @@ const shape = {
     temperature: z.number().min(0).max(2).optional(),
     maxNewTokens: int(1, 512).optional(),
     elide: int(0, 64).optional(),
+    synthGoals: int(0, 1_000_000).optional(),
+    rename: z.number().min(0).max(1).optional(),
+    renumber: z.number().min(0).max(1).optional(),
     base: z.string().optional(),
     note: z.string().optional(),
 };

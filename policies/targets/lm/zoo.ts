@@ -71,6 +71,12 @@ export interface ZooConfig {
   temperature?: number;
   /** tokens kept free for the action in each window, and the most a decision decodes. @default 20 */
   maxNewTokens?: number;
+  /** WebShop: synthetic training goals added to the 91 (ws-goals.ts). @default 0 */
+  synthGoals?: number;
+  /** DBBench: the share of synthetic tasks with renamed tables, columns and values (dbbench/synth.ts). @default 0 */
+  rename?: number;
+  /** ALFWorld: the share of teacher episodes recorded with renumbered instances (renumber.ts). @default 0 */
+  renumber?: number;
   /**
    * observation masking: observations and hints older than the newest `elide` keep their first
    * 4 tokens (context.ts), so the window keeps the episode's actions. @default 0 (turns dropped whole)
@@ -118,20 +124,24 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-m-512-a', envs: alf, ...size.m, maxLen: 512, episodes: 500, steps: 1000, seed: 1, note: 'a whole teacher episode fits' },
   { name: 'alf-s-256-e', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, elide: 2, note: 'observation masking: old observations keep 4 tokens' },
   { name: 'alf-m-384-e', envs: alf, ...size.m, maxLen: 384, episodes: 500, steps: 1000, seed: 1, elide: 2, note: 'observation masking: old observations keep 4 tokens' },
-  { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, slots: true, maxNewTokens: 32 },
-  { name: 'ws-s-256-b', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 2, slots: true, maxNewTokens: 32 },
-  { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1, slots: true, maxNewTokens: 32 },
+  { name: 'alf-s-256-r', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, renumber: 0.7, note: 'renumbered instances in 70 % of its episodes' },
+  { name: 'alf-m-256-r', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1, renumber: 0.7, note: 'renumbered instances in 70 % of its episodes' },
+  { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 800, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000 },
+  { name: 'ws-s-256-b', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 800, seed: 2, slots: true, maxNewTokens: 32, synthGoals: 2000 },
+  { name: 'ws-s-256-real', envs: ws, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, slots: true, maxNewTokens: 32, note: 'the 91 training goals only (memorises their searches)' },
+  { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 1500, steps: 1000, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000 },
   { name: 'ws-m-384-lo', envs: ws, ...size.m, maxLen: 384, episodes: 60, steps: 400, seed: 1, slots: true, maxNewTokens: 32, note: 'little data' },
-  { name: 'ws-m-384-oracle', envs: ws, ...size.m, maxLen: 384, episodes: 500, steps: 800, seed: 1, slots: true, maxNewTokens: 32, teacher: 'oracle', note: "cloned from WebShop's expert, which knows the target product" },
+  { name: 'ws-m-384-oracle', envs: ws, ...size.m, maxLen: 384, episodes: 1500, steps: 1000, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000, teacher: 'oracle', note: "cloned from WebShop's expert, which knows the target product" },
   { name: 'alf-xs-192-a-ft', envs: alf, ...size.xs, maxLen: 192, episodes: 200, steps: 200, seed: 11, base: 'alf-xs-192-a', note: 'alf-xs-192-a trained further' },
   { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 400, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
   { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 500, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
   // DBBench: synthetic tasks over the training split's tables (dbbench/synth.ts), SQL actions need more new tokens
-  { name: 'db-xs-384-a', envs: db, ...size.xs, maxLen: 384, episodes: 3000, steps: 600, seed: 1, maxNewTokens: 96 },
-  { name: 'db-s-384-a', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 1, maxNewTokens: 96 },
-  { name: 'db-s-384-b', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 2, maxNewTokens: 96 },
-  { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, note: 'little data' },
-  { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96 },
+  { name: 'db-xs-384-a', envs: db, ...size.xs, maxLen: 384, episodes: 3000, steps: 600, seed: 1, maxNewTokens: 96, rename: 0.7 },
+  { name: 'db-s-384-a', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7 },
+  { name: 'db-s-384-b', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 2, maxNewTokens: 96, rename: 0.7 },
+  { name: 'db-s-384-real', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 1, maxNewTokens: 96, note: 'the training tables as they are (memorises their names)' },
+  { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
+  { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
 ] satisfies ZooConfig[]);
 
 let userZoo: { path: string; mtimeMs: number; entries: readonly ZooConfig[] } | null = null;
@@ -155,7 +165,13 @@ export function knownZoo(): readonly ZooConfig[] {
 }
 
 /** A config with defaults filled, the tiny budget applied, and its hash. */
-export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide'>> {
+export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber'>> {
+  /** set only when on (as slots) */
+  renumber?: number;
+  /** set only when on (as slots) */
+  rename?: number;
+  /** set only when on (as slots) */
+  synthGoals?: number;
   /** set only when on, so the hashes of configs without slots are what they were */
   slots?: true;
   /** set only when on (as slots) */
@@ -191,6 +207,9 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     teacher: c.teacher ?? 'explorer',
     ...(c.slots ? { slots: true as const } : {}),
     ...(c.elide ? { elide: c.elide } : {}),
+    ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}),
+    ...(c.rename ? { rename: c.rename } : {}),
+    ...(c.renumber ? { renumber: c.renumber } : {}),
     seed: c.seed,
     temperature: c.temperature ?? 0.5,
     maxNewTokens: c.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS,
@@ -318,7 +337,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const words = baseMeta ? baseMeta.words : c.slots ? [...(await harvestWords(c.envs)), SLOT_WORD] : await harvestWords(c.envs);
   const tok = new LmTokenizer(words);
   const decisions: BcDecision[] = [];
-  for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher })));
+  for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}) })));
   const rates: HintRates = { skills: c.hintRate, hint: c.hintRate, injected: c.hintRate * 0.5 };
   const rows = bcRows(decisions, tok, { maxLen: c.maxLen, maxNewTokens: c.maxNewTokens, ...(c.elide ? { elide: c.elide } : {}) }, rates, c.seed, { slots: c.slots ?? false });
   const t1 = performance.now();

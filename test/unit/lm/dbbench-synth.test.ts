@@ -7,7 +7,7 @@ import { Rng } from '../../../cluster/rng.ts';
 import { compareV02Read, dbbenchEnv, loadTasks, TASK_TYPES, V02_PROMPT } from '../../../envs/dbbench/index.ts';
 import { runEpisode } from '../../../harness/index.ts';
 import { collectDbbench, perturbSql, teacherAction, teacherModel } from '../../../policies/targets/lm/dbbench/teacher.ts';
-import { answerText, devTables, resultCells, synthTasks, tableNameKey, trainingTables } from '../../../policies/targets/lm/dbbench/synth.ts';
+import { answerText, DEFAULT_RENAME, devTables, resultCells, synthTasks, tableNameKey, trainingTables } from '../../../policies/targets/lm/dbbench/synth.ts';
 import { renderDbbench } from '../../../policies/targets/lm/dbbench/render.ts';
 import { segmentMessages, buildContext } from '../../../policies/targets/lm/context.ts';
 import { harvestWords } from '../../../policies/targets/lm/vocab.ts';
@@ -15,6 +15,9 @@ import { LmTokenizer } from '../../../policies/targets/lm/tokenizer.ts';
 import { isLmTargetError } from '../../../policies/targets/lm/errors.ts';
 
 const tasks = synthTasks(new Rng('test-dbsynth:1'), 240);
+/** with the entity-name augmentation, as the BC collection draws them */
+const renamed = synthTasks(new Rng('test-dbsynth:rename'), 200, { rename: DEFAULT_RENAME });
+const both = async () => [...(await tasks), ...(await renamed)];
 const tokP = harvestWords(['dbbench']).then((w) => new LmTokenizer(w));
 
 test('dbbench synth - deterministic for a seed, another seed draws other tasks', async (t) => {
@@ -37,7 +40,7 @@ test('dbbench synth - no task uses a dev table: no dev table name, no dev row, n
     t.false(dev.names.has(tableNameKey(table.name)), table.name);
     t.false(table.rows.some((r) => dev.rows.has(JSON.stringify(r))), table.name);
   }
-  for (const x of await tasks) {
+  for (const x of await both()) {
     t.false(dev.names.has(tableNameKey(x.tableName)), x.id);
     t.false(devTasks.some((d) => JSON.stringify([d.columns, d.rows]) === JSON.stringify([x.columns, x.rows])), x.id);
     t.false(x.rows.some((r) => dev.rows.has(JSON.stringify(r))), x.id);
@@ -51,7 +54,7 @@ test('dbbench synth - every type of the real set is drawn, plus DELETE', async (
 
 test('dbbench synth - answers are right: lookups and counts recomputed from the rows', async (t) => {
   let checked = 0;
-  for (const x of await tasks) {
+  for (const x of await both()) {
     const m = /^SELECT (COUNT\(\*\)|`([^`]+)`) FROM `[^`]+` WHERE `([^`]+)` = '([^']*)';$/.exec(x.sqlQuery ?? '');
     if (!m) continue;
     const y = x.columns.indexOf(m[3]!);
@@ -60,15 +63,44 @@ test('dbbench synth - answers are right: lookups and counts recomputed from the 
     else t.deepEqual([...x.label].sort(), hit.map((r) => r[x.columns.indexOf(m[2]!)] ?? 'None').sort(), x.id);
     checked++;
   }
-  t.true(checked >= 40, `${checked} checked`);
-  for (const x of await tasks) {
+  t.true(checked >= 80, `${checked} checked`);
+  for (const x of await both()) {
     if (x.sqlQuery) t.true(compareV02Read(JSON.stringify(x.label), x.label), x.id);
     else t.regex(x.answerMd5 ?? '', /^\[\('[0-9a-f]{32}',\)\]$/, x.id);
   }
 });
 
+test('dbbench synth - renaming: many table names, new headers and values, legal names of vocabulary words; rename 0 draws the old tasks', async (t) => {
+  const xs = await renamed;
+  const plain = (await tasks).slice(0, xs.length);
+  const training = trainingTables();
+  const names = new Set(training.map((x) => x.name));
+  const contents = new Set(training.map((x) => JSON.stringify(x.rows)));
+  const headers = new Set(training.map((x) => JSON.stringify(x.columns)));
+  const distinct = new Set(xs.map((x) => x.tableName)).size;
+  const newNames = xs.filter((x) => !names.has(x.tableName)).length;
+  const newHeaders = xs.filter((x) => !headers.has(JSON.stringify(x.columns))).length;
+  const newValues = xs.filter((x) => !contents.has(JSON.stringify(x.rows))).length;
+  const tok = await tokP;
+  const vocab = new Set(tok.vocab);
+  const words = xs.filter((x) => !names.has(x.tableName)).flatMap((x) => `${x.tableName} ${x.columns.join(' ')}`.toLowerCase().match(/[a-z]+/g) ?? []);
+  const inVocab = words.filter((w) => vocab.has(w)).length / words.length;
+  t.log(`${xs.length} tasks: ${distinct} distinct table names (${new Set(plain.map((x) => x.tableName)).size} without renaming, ${training.length} training tables); new name ${newNames}, new headers ${newHeaders}, new values ${newValues}; ${(inVocab * 100).toFixed(0)} % of the new names' words in the vocabulary`);
+  t.true(distinct > 172 && distinct >= 1.4 * new Set(plain.map((x) => x.tableName)).size);
+  t.true(newNames >= 0.6 * xs.length && newHeaders >= 0.6 * xs.length && newValues >= 0.4 * xs.length);
+  t.true(inVocab >= 0.9);
+  for (const x of xs) {
+    t.true(x.tableName.length <= 64 && x.tableName === x.tableName.trim() && !/[`\n\\]/.test(x.tableName), x.tableName);
+    const lower = x.columns.map((c) => c.toLowerCase());
+    t.is(new Set([...lower, x.tableName.toLowerCase()]).size, lower.length + 1, x.id);
+    for (const c of x.columns) t.true(c !== '' && c.length <= 64 && c === c.trim() && !/[`\n\\]/.test(c), c);
+    t.true(x.addDescription.includes(`The name of this table is ${x.tableName}, and the headers of this table are ${x.columns.join(',')}.`), x.id);
+  }
+  t.deepEqual(await synthTasks(new Rng('test-dbsynth:1'), 40, { rename: 0 }), (await tasks).slice(0, 40));
+});
+
 test('dbbench synth - bad options are typed errors', async (t) => {
-  for (const bad of [() => synthTasks(new Rng(1), -1), () => synthTasks(new Rng(1), 3, { weights: { other: -1 } }), () => synthTasks(new Rng(1), 3, { tables: [] })]) {
+  for (const bad of [() => synthTasks(new Rng(1), -1), () => synthTasks(new Rng(1), 3, { weights: { other: -1 } }), () => synthTasks(new Rng(1), 3, { tables: [] }), () => synthTasks(new Rng(1), 3, { rename: 1.5 })]) {
     const e = await t.throwsAsync(bad());
     t.true(isLmTargetError(e) && e.code === 'LM_BAD_OPTION', String(e));
   }
@@ -85,6 +117,26 @@ test('dbbench teacher - wins the synthetic tasks through the real env, also thro
     if ((await runEpisode(dbbenchEnv(x), { model: viaTok, seed: 0 })).outcome.won) wonTok++;
   }
   t.log(`teacher ${won}/${xs.length}, through tokens ${wonTok}/${xs.length}`);
+  t.true(won >= 0.98 * xs.length);
+  t.true(wonTok >= 0.95 * xs.length);
+});
+
+test('dbbench teacher - wins the renamed synthetic tasks through the real env, also through the tokenizer and the renderer', async (t) => {
+  const names = new Set(trainingTables().map((x) => x.name));
+  const xs = await renamed;
+  const tok = await tokP;
+  let won = 0;
+  let wonTok = 0;
+  let wonRenamed = 0;
+  for (const x of xs) {
+    const w = (await runEpisode(dbbenchEnv(x), { model: teacherModel(x), seed: 0 })).outcome.won;
+    if (w) won++;
+    if (w && !names.has(x.tableName)) wonRenamed++;
+    const viaTok = teacherModel(x, { render: (a, m) => renderDbbench(tok.encode(a), tok, m) });
+    if ((await runEpisode(dbbenchEnv(x), { model: viaTok, seed: 0 })).outcome.won) wonTok++;
+  }
+  const nRenamed = xs.filter((x) => !names.has(x.tableName)).length;
+  t.log(`teacher ${won}/${xs.length} (renamed tables ${wonRenamed}/${nRenamed}), through tokens ${wonTok}/${xs.length}`);
   t.true(won >= 0.98 * xs.length);
   t.true(wonTok >= 0.95 * xs.length);
 });

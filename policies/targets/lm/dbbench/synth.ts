@@ -411,6 +411,165 @@ export interface SynthOptions {
   weights?: SynthWeights;
   /** tables to draw from. @default trainingTables() */
   tables?: readonly SynthTable[];
+  /**
+   * Entity-name augmentation, in [0, 1]: with this probability a task's table gets a new table
+   * name and new column names (augmentTable), and, drawn again with it, its string columns get
+   * other tables' values, so a model must copy names and values from the prompt instead of
+   * memorising the training tables. 0 draws exactly the tasks of the unaugmented generator.
+   * @default 0 (the BC collection uses DEFAULT_RENAME)
+   */
+  rename?: number;
+}
+
+/** @default: the probability of the entity-name augmentation in the BC collection (collectDbbench) */
+export const DEFAULT_RENAME = 0.7;
+
+// ---------------------------------------------------------------- entity-name augmentation
+
+interface NamePools {
+  /** lower-case words ([a-z]+, as the vocabulary harvest splits them) of the training tables, most frequent first */
+  words: string[];
+  /** quotable, non-numeric cells of the training tables by shape (augmentShape), distinct case-insensitively */
+  values: Map<string, string[]>;
+}
+
+const poolsMemo = new WeakMap<readonly SynthTable[], NamePools>();
+
+/** a cell's shape: a capitalised word → A, a lower-case run → a, digits → 9 ("W 24–17" → "A 9–9") */
+export function augmentShape(v: string): string {
+  return v.replace(/\p{Lu}\p{Ll}*/gu, 'A').replace(/\p{Ll}+/gu, 'a').replace(/\d+/g, '9');
+}
+
+/**
+ * The word pool (the words of the tables' names and headers, ×5, and cells, as words.ts weighs them
+ * for the vocabulary; kept when counted ≥ 3 times, at most 3,000: so mostly in the 4,000-word
+ * vocabulary) and the value pools of a table set.
+ */
+function namePools(tables: readonly SynthTable[]): NamePools {
+  const hit = poolsMemo.get(tables);
+  if (hit) return hit;
+  const counts = new Map<string, number>();
+  const count = (text: string, w: number): void => {
+    for (const m of text.toLowerCase().matchAll(/[a-z]+/g)) if (m[0].length >= 2 && m[0].length <= 14) counts.set(m[0], (counts.get(m[0]) ?? 0) + w);
+  };
+  const values = new Map<string, string[]>();
+  const seen = new Set<string>();
+  for (const t of tables) {
+    count(t.name, 5);
+    count(t.columns.join(' '), 5);
+    for (const r of t.rows) {
+      for (const c of r) {
+        if (c === null) continue;
+        count(c, 1);
+        if (!goodValue(c) || NUM.test(c) || seen.has(c.toLowerCase())) continue;
+        seen.add(c.toLowerCase());
+        const k = augmentShape(c);
+        const xs = values.get(k) ?? [];
+        xs.push(c);
+        values.set(k, xs);
+      }
+    }
+  }
+  const words = [...counts.entries()].filter(([, n]) => n >= 3).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([w]) => w).slice(0, 3000);
+  const pools = { words, values };
+  poolsMemo.set(tables, pools);
+  return pools;
+}
+
+function casing(rng: Rng, words: readonly string[]): string[] {
+  const u = rng.next();
+  if (u < 0.55) return words.map((w) => w[0]!.toUpperCase() + w.slice(1));
+  if (u < 0.8) return words.map((w, i) => (i === 0 ? w[0]!.toUpperCase() + w.slice(1) : w));
+  return words.slice();
+}
+
+/** a name of 1–`most` pool words (a few with a number or joined by `_`), as WikiSQL / WTQ names look */
+function newName(rng: Rng, pool: readonly string[], most: number, sep: string): string {
+  const k = 1 + Math.min(most - 1, rng.pick([0, 0, 1, 1, 1, 2, 2, 3]));
+  const ws = casing(rng, Array.from({ length: k }, () => pool[rng.int(pool.length)]!));
+  const u = rng.next();
+  if (u < 0.1) ws.unshift(String(1950 + rng.int(75)));
+  else if (u < 0.18) ws.push(String(1 + rng.int(rng.chance(0.5) ? 9 : 99)));
+  return ws.join(sep);
+}
+
+/**
+ * `table` as a new table for the augmentation: a new name (1–4 pool words, not a dev table name
+ * nor the old name) and new column names (1–3 pool words, distinct case-insensitively, none the
+ * table's name) when `names`; when `values`, each string column's distinct values replaced one to
+ * one by other tables' values of the same shape (a column whose shape has too few is kept), and
+ * the old values kept if a row would then be a dev row. Names are legal for the env (no
+ * backticks, ≤ 64 characters, trimmed).
+ */
+export function augmentTable(rng: Rng, table: SynthTable, o: { names: boolean; values: boolean; pools?: readonly SynthTable[] }): SynthTable {
+  const pools = namePools(o.pools ?? trainingTables());
+  const dev = devTables();
+  let name = table.name;
+  let columns = table.columns;
+  if (o.names && pools.words.length >= 20) {
+    for (let i = 0; i < 20; i++) {
+      const n = newName(rng, pools.words, 4, rng.chance(0.25) ? '_' : ' ');
+      if (n.length <= 64 && !dev.names.has(tableNameKey(n)) && tableNameKey(n) !== tableNameKey(table.name)) {
+        name = n;
+        break;
+      }
+    }
+    const used = new Set<string>([name.toLowerCase()]);
+    const cols: string[] = [];
+    for (const c of table.columns) {
+      let got = c;
+      for (let i = 0; i < 20; i++) {
+        const n = newName(rng, pools.words, 3, rng.chance(0.1) ? '_' : ' ');
+        if (n.length <= 64 && !used.has(n.toLowerCase())) {
+          got = n;
+          break;
+        }
+      }
+      // (a column that found no new name keeps its own, unless it is taken)
+      if (used.has(got.toLowerCase())) return { ...table, name };
+      used.add(got.toLowerCase());
+      cols.push(got);
+    }
+    columns = cols;
+  }
+  let rows = table.rows;
+  if (o.values) {
+    const nums = new Set(numericCols(table));
+    const maps = table.columns.map((_c, i): Map<string, string> | null => {
+      if (nums.has(i)) return null;
+      const byShape = new Map<string, string[]>();
+      for (const v of table.rows.map((r) => r[i]).filter((x): x is string => goodValue(x ?? null) && !NUM.test(x!))) {
+        const k = augmentShape(v);
+        if (!byShape.get(k)?.some((y) => y.toLowerCase() === v.toLowerCase())) byShape.set(k, [...(byShape.get(k) ?? []), v]);
+      }
+      const ownAll = new Set(table.rows.flatMap((r) => r).filter((v): v is string => v !== null).map((v) => v.toLowerCase()));
+      const m = new Map<string, string>();
+      const taken = new Set<string>();
+      for (const [k, vs] of byShape) {
+        const pool = (pools.values.get(k) ?? []).filter((v) => !ownAll.has(v.toLowerCase()));
+        if (pool.length < vs.length) continue;
+        const pick: string[] = [];
+        const got = new Set<string>();
+        for (let tries = 0; pick.length < vs.length && tries < 20 * vs.length + 20; tries++) {
+          const v = pool[rng.int(pool.length)]!;
+          if (taken.has(v.toLowerCase()) || got.has(v.toLowerCase())) continue;
+          got.add(v.toLowerCase());
+          pick.push(v);
+        }
+        if (pick.length < vs.length) continue;
+        vs.forEach((v, j) => {
+          m.set(v.toLowerCase(), pick[j]!);
+          taken.add(pick[j]!.toLowerCase());
+        });
+      }
+      return m.size > 0 ? m : null;
+    });
+    if (maps.some((m) => m !== null)) {
+      const next = table.rows.map((r) => r.map((v, i) => (v !== null && maps[i]?.get(v.toLowerCase())) || v));
+      if (!next.some((r) => dev.rows.has(cellKey(r)))) rows = next;
+    }
+  }
+  return { name, columns, rows };
 }
 
 /** The SQL a synthetic task's teacher runs (reads: sqlQuery; writes: label[0]). */
@@ -439,12 +598,18 @@ export async function synthTasks(rng: Rng, n: number, o: SynthOptions = {}): Pro
     if (!(typeof w === 'number' && Number.isFinite(w) && w >= 0)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: weight of ${k} must be a number ≥ 0, got ${String(w)}`, { data: { type: k } });
   }
   if (!Object.values(weights).some((w) => w > 0)) throw new LmTargetError('LM_BAD_OPTION', 'synthTasks: every type weight is 0', {});
+  const rename = o.rename ?? 0;
+  if (!(typeof rename === 'number' && rename >= 0 && rename <= 1)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: rename must be a probability in [0, 1], got ${String(rename)}`, { data: { rename } });
   const out: DbbenchTask[] = [];
   let tries = 0;
   while (out.length < n) {
     if (++tries > 50 * (n + 10)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: could not draw ${n} tasks from ${tables.length} tables with these weights`, { data: { n } });
     const type = pickType(rng, weights);
-    const table = rng.pick(tables);
+    const drawn = rng.pick(tables);
+    // (no draws at rename 0: the same tasks as without the option)
+    const names = rename > 0 && rng.chance(rename);
+    const values = rename > 0 && rng.chance(rename);
+    const table = names || values ? augmentTable(rng, drawn, { names, values, pools: tables }) : drawn;
     const d = draft(rng, table, type);
     if (!d) continue;
     const r = await runOnTable(table, d.sql);

@@ -15,7 +15,7 @@ import { Rng } from '../../../../cluster/rng.ts';
 import { dbbenchEnv, isWriteType, SQL_ERROR, type DbbenchTask } from '../../../../envs/dbbench/index.ts';
 import { runEpisode, type Model } from '../../../../harness/index.ts';
 import type { BcDecision } from '../bc.ts';
-import { answerText, operationText, resultCells, synthSql, synthTasks } from './synth.ts';
+import { answerText, DEFAULT_RENAME, operationText, resultCells, synthSql, synthTasks } from './synth.ts';
 
 /** The teacher's next reply, from the last action played and the env's last reply. */
 export function teacherAction(task: DbbenchTask, lastAction: string | null, lastObservation: string | null): string {
@@ -74,12 +74,13 @@ export function teacherModel(task: DbbenchTask, o: { noise?: number; rng?: Rng; 
 
 /**
  * Teacher decisions on `episodes` synthetic tasks (one task per episode, drawn with
- * `Rng('lm-dbsynth:<seed>')`), played through `runEpisode` and the real env, so each context is
- * what a model sees. Deterministic for the options.
+ * `Rng('lm-dbsynth:<seed>')`, with the entity-name augmentation at `rename`, default
+ * DEFAULT_RENAME), played through `runEpisode` and the real env, so each context is what a model
+ * sees. Deterministic for the options.
  */
-export async function collectDbbench(o: { episodes: number; seed: number; noise?: number }): Promise<BcDecision[]> {
+export async function collectDbbench(o: { episodes: number; seed: number; noise?: number; rename?: number }): Promise<BcDecision[]> {
   const rng = new Rng(`lm-bc:dbbench:${o.seed}`);
-  const tasks = await synthTasks(new Rng(`lm-dbsynth:${o.seed}`), o.episodes);
+  const tasks = await synthTasks(new Rng(`lm-dbsynth:${o.seed}`), o.episodes, { rename: o.rename ?? DEFAULT_RENAME });
   const out: BcDecision[] = [];
   for (let e = 0; e < tasks.length; e++) {
     const task = tasks[e]!;
