@@ -417,7 +417,8 @@ zoo
   .option('--config <file>', 'a YAML file of your own zoo entries')
   .option('--only <list>', 'names, comma-separated (default: every built entry)', list)
   .option('--tiny', 'the <name>@tiny builds')
-  .option('--tasks <n>', 'evaluation tasks per env fp16 is measured on against fp32', parsePositiveInt('--tasks'), 40)
+  .option('--tasks <n>', 'evaluation tasks per env fp16 is measured on against fp32 (default: the whole split)', parsePositiveInt('--tasks'))
+  .option('--seeds <n>', 'seeds per task (default 3, as the zoo table)', parsePositiveInt('--seeds'))
   .option('--allow-drift', 'vendor a model even when fp16 moves its success by more than 1 point (recorded in the manifest)')
   .action(async (o) => {
     const { zooVendor } = await import('../commands/zoo-vendor.ts');

@@ -9,6 +9,7 @@ export interface ZooVendorOptions {
   tiny?: boolean | undefined;
   /** tasks of each env's evaluation split fp16 is measured on against fp32 */
   tasks?: number | undefined;
+  seeds?: number | undefined;
   allowDrift?: boolean | undefined;
 }
 
@@ -18,7 +19,7 @@ export async function zooVendor(o: ZooVendorOptions): Promise<void> {
   const { vendorModels } = await import('../../policies/targets/lm/vendor-build.ts');
   const { vendoredDir, DEFAULT_VENDORED_DIR } = await import('../../policies/targets/lm/vendor.ts');
   const only = o.only ?? mine;
-  const r = await vendorModels({ ...(only ? { only } : {}), tiny: !!o.tiny, ...(o.tasks ? { tasks: o.tasks } : {}), allowDrift: !!o.allowDrift, log });
+  const r = await vendorModels({ ...(only ? { only } : {}), tiny: !!o.tiny, ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.seeds ? { seeds: o.seeds } : {}), allowDrift: !!o.allowDrift, log });
   console.log(`${r.length} model(s) vendored into ${vendoredDir() ?? DEFAULT_VENDORED_DIR}`);
 }
 
