@@ -205,10 +205,14 @@ export interface VerifyOptions {
   dir?: string;
 }
 
-/** A meta.json without what a rebuild cannot repeat (the timings). */
-const stableMeta = (m: LmMeta): Omit<LmMeta, 'ms'> => {
-  const { ms: _ms, ...rest } = m;
-  return rest;
+/**
+ * A meta.json without what a rebuild need not repeat: the timings, and the names (not part of the
+ * config hash: an entry renamed since its build, e.g. kept as a control, is the same build).
+ */
+const stableMeta = (m: LmMeta): Omit<LmMeta, 'ms' | 'id' | 'config'> & { config: Omit<LmMeta['config'], 'name' | 'id' | 'note'> } => {
+  const { ms: _ms, id: _id, config, ...rest } = m;
+  const { name: _n, id: _i, note: _note, ...c } = config;
+  return { ...rest, config: c };
 };
 
 /**
