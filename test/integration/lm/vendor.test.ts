@@ -33,7 +33,7 @@ const entry: ZooConfig = { name: 'vend-tiny', envs: ['alfworld'], dModel: 64, nL
 const zoo: ZooConfig[] = [...ZOO, entry];
 
 const built = buildZoo({ only: ['vend-tiny'], dir: buildDir, zoo });
-const vendored = built.then(() => vendorModels({ only: ['vend-tiny'], dir: buildDir, vendored: vdir, zoo, tasks: 2 }));
+const vendored = built.then(() => vendorModels({ only: ['vend-tiny'], dir: buildDir, vendored: vdir, zoo, tasks: 2, seeds: 1 }));
 
 /** A copy of the vendored folder with `edit` applied to it. */
 function variant(name: string, edit: (dir: string, m: VendoredManifest) => void): string {
