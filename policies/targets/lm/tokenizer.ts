@@ -79,8 +79,11 @@ export class LmTokenizer {
     return out;
   }
 
-  /** Ids back to text; structure tokens other than `<unk>` are dropped. */
-  decode(ids: readonly number[]): string {
+  /**
+   * Ids back to words and symbols: spelled words joined, structure tokens dropped, `<unk>` as
+   * `unk` (default the text `<unk>`).
+   */
+  pieces(ids: readonly number[], unk = '<unk>'): string[] {
     const parts: string[] = [];
     let spelled = '';
     const flush = (): void => {
@@ -94,11 +97,16 @@ export class LmTokenizer {
         continue;
       }
       flush();
-      if (t === '<w>') continue;
-      if (t.startsWith('<') && t.length > 1 && t !== '<unk>') continue;
-      parts.push(t);
+      if (t === '<unk>') parts.push(unk);
+      else if (!(t.startsWith('<') && t.length > 1)) parts.push(t);
     }
     flush();
+    return parts;
+  }
+
+  /** Ids back to text; structure tokens other than `<unk>` are dropped. */
+  decode(ids: readonly number[]): string {
+    const parts = this.pieces(ids);
     let s = '';
     let glue = true;
     for (const p of parts) {

@@ -26,27 +26,9 @@ const QUOTES = new Set(["'", '"', '`']);
 const FUNCS = new Set(['count', 'sum', 'min', 'max', 'avg', 'cast', 'abs', 'round', 'length', 'lower', 'upper', 'substr', 'substring', 'concat', 'coalesce', 'ifnull', 'replace', 'trim', 'year', 'date', 'char_length', 'left', 'right', 'instr', 'locate']);
 const OPS = new Set(['<', '>', '=', '!']);
 
-/** The model's tokens as words and symbols (spelled words joined, structure tokens dropped). */
+/** The model's tokens as words and symbols (spelled words joined, structure tokens dropped, `<unk>` as one unknown character). */
 export function replyPieces(tok: LmTokenizer, ids: readonly number[]): string[] {
-  const out: string[] = [];
-  let spelled = '';
-  const flush = (): void => {
-    if (spelled) out.push(spelled);
-    spelled = '';
-  };
-  for (const id of ids) {
-    const t = tok.vocab[id] ?? '<unk>';
-    if (t.length === 2 && t.startsWith('#')) {
-      spelled += t[1];
-      continue;
-    }
-    flush();
-    if (t === '<unk>') out.push(UNK);
-    else if (t.length > 1 && t.startsWith('<')) continue;
-    else out.push(t);
-  }
-  flush();
-  return out;
+  return tok.pieces(ids, UNK);
 }
 
 interface CtxTok {
