@@ -16,7 +16,7 @@
  * The item and results pages are read from the state through what they list (the products of
  * the page, their titles, price tags and options), which is the text an agent sees.
  */
-import { goalOf, PRODUCT_WINDOW, type WebshopEnv, type WebshopState } from '../../../envs/webshop/index.ts';
+import { goalOf, PRODUCT_WINDOW, type Product, type WebshopEnv, type WebshopState } from '../../../envs/webshop/index.ts';
 
 /** Words that say nothing about which product: dropped before matching. */
 const STOP = new Set(
@@ -46,8 +46,8 @@ export function priceLimit(instruction: string): number | null {
   return m ? Number(m[1]) : null;
 }
 
-/** The lowest price a price tag shows (`$12.99 to $13.29` → 12.99). */
-const lowPrice = (tag: string): number => Math.min(...(tag.match(/[\d.]+/g) ?? ['Infinity']).map(Number));
+/** The lowest price a product's tag shows (`$12.99 to $13.29` → 12.99): its pricing's low end. */
+export const lowPrice = (p: Product): number => (p.pricing.length ? Math.min(...p.pricing) : Infinity);
 
 /** How well a title matches an instruction: the share of the instruction's content words it holds. */
 export function titleMatch(instruction: string, title: string): number {
@@ -92,7 +92,7 @@ function bestShown(env: WebshopEnv, s: WebshopState, instruction: string): strin
   let bestScore = -Infinity;
   for (const asin of shown) {
     const p = env.byAsin.get(asin)!;
-    const over = limit !== null && lowPrice(p.priceTag) >= limit;
+    const over = limit !== null && lowPrice(p) >= limit;
     const score = titleMatch(instruction, p.title) - (over ? 10 : 0);
     if (score > bestScore) {
       best = asin;

@@ -74,7 +74,7 @@ export async function vanillaEpisodes(m: Model, env: LmEnv, tasks: number, seeds
 export function noopStep(env: LmEnv, s: { observation: string }, prev: { observation: string } | undefined): boolean {
   if (s.observation.startsWith('Nothing happens') || /invalid|not (valid|available)/i.test(s.observation.slice(0, 60))) return true;
   if (env === 'webshop') return prev !== undefined && s.observation === prev.observation;
-  if ((env as string) === 'dbbench') return /^(error|\d{4} \(|sqlite|.*syntax error)/i.test(s.observation.trim());
+  if (env === 'dbbench') return /^(error|\d{4} \(|sqlite|.*syntax error)/i.test(s.observation.trim());
   return false;
 }
 

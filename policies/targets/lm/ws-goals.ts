@@ -13,12 +13,11 @@
  */
 import type { Rng } from '../../../cluster/rng.ts';
 import type { Goal, WebshopEnv } from '../../../envs/webshop/index.ts';
+import { lowPrice } from './shopper.ts';
 
 const OPENERS = ["i'm looking for", 'i am looking for', 'i want', 'i need', 'i would like', 'find me', 'locate', 'get me', 'i want to buy', 'show me'];
 const STOP = new Set('a an and are as at be but by for from has have i in is it its of on or that the this to with'.split(' '));
 
-/** A product's lowest shown price. */
-const lowPrice = (tag: string): number => Math.min(...(tag.match(/[\d.]+/g) ?? ['0']).map(Number));
 
 /** One option's phrase in the instruction. */
 function optionPhrase(rng: Rng, name: string, value: string): string {
@@ -51,7 +50,7 @@ export function synthGoals(ws: WebshopEnv, rng: Rng, n: number): Goal[] {
       goalOptions[name] = v;
       phrases.push(optionPhrase(rng, name, v));
     }
-    const limit = Math.max(10, Math.ceil((lowPrice(p.priceTag) * (1.1 + 1.4 * rng.next())) / 10) * 10);
+    const limit = Math.max(10, Math.ceil(((p.pricing.length ? lowPrice(p) : 0) * (1.1 + 1.4 * rng.next())) / 10) * 10);
     const thing = span.join(' ');
     const article = /^[aeiou]/.test(thing) ? 'an' : 'a';
     const instruction = `${rng.pick(OPENERS)} ${article} ${thing}${phrases.length ? `, ${phrases.join(' and ')}` : ''}, and price lower than ${limit.toFixed(2)} dollars`;
