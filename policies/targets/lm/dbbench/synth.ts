@@ -268,12 +268,19 @@ function draftAggregation(rng: Rng, t: SynthTable, fn: 'SUM' | 'MIN' | 'MAX' | '
   return { type: `aggregation-${fn}`, description: text, sql: `SELECT ${fn}(${bt(N)}) FROM ${bt(t.name)}${where};` };
 }
 
-function draftComparison(rng: Rng, t: SynthTable): Draft | null {
+/** A numeric column and another value column of `t` (drawn in that order), or null. */
+function numericAndOther(rng: Rng, t: SynthTable): { n: number; x: number } | null {
   const nums = numericCols(t);
   if (nums.length === 0) return null;
   const n = rng.pick(nums);
   const x = pickOther(rng, valueCols(t), n);
-  if (x === null) return null;
+  return x === null ? null : { n, x };
+}
+
+function draftComparison(rng: Rng, t: SynthTable): Draft | null {
+  const pair = numericAndOther(rng, t);
+  if (pair === null) return null;
+  const { n, x } = pair;
   const values = [...new Set(t.rows.map((r) => r[n] ?? '').filter((v) => NUM.test(v)).map(Number))].sort((a, b) => a - b);
   if (values.length < 4) return null;
   const m = 1 + rng.int(3);
@@ -288,11 +295,9 @@ function draftComparison(rng: Rng, t: SynthTable): Draft | null {
 }
 
 function draftRanking(rng: Rng, t: SynthTable): Draft | null {
-  const nums = numericCols(t);
-  if (nums.length === 0) return null;
-  const n = rng.pick(nums);
-  const x = pickOther(rng, valueCols(t), n);
-  if (x === null) return null;
+  const pair = numericAndOther(rng, t);
+  if (pair === null) return null;
+  const { n, x } = pair;
   const N = t.columns[n]!;
   const X = t.columns[x]!;
   const top = rng.chance(0.5);
