@@ -205,17 +205,18 @@ export function earlierActionTargets(prompt: readonly number[], tok: LmTokenizer
 /**
  * Training rows from decisions, each with random hint segments (see hints.ts); the same RNG seed
  * gives the same rows. `slots`: product ids written as `pslot K` (WebShop, slots.ts), table and
- * column names as `tslot` and `cslot K` (DBBench, dbbench/slots.ts).
+ * column names as `tslot` and `cslot K` (DBBench, dbbench/slots.ts); `'values'` adds DBBench's
+ * value slots (`vslot K`).
  */
-export function bcRows(decisions: readonly BcDecision[], tok: LmTokenizer, budget: ContextBudget, rates: HintRates, seed: number, o: { slots?: boolean } = {}): BcRow[] {
+export function bcRows(decisions: readonly BcDecision[], tok: LmTokenizer, budget: ContextBudget, rates: HintRates, seed: number, o: { slots?: boolean | 'values' } = {}): BcRow[] {
   const rng = new Rng(`lm-bc-rows:${seed}`);
   return decisions.map((d) => {
     let msgs = withHints(d.messages, rng, { admissible: d.admissible, target: d.action, actions: d.actions }, rates);
     let action = d.action;
-    const sl = o.slots ? slottingFor(d.env) : null;
+    const sl = o.slots ? slottingFor(d.env, o.slots) : null;
     if (sl) {
       // product ids (WebShop) or table and column names (DBBench) as slots, in the context and the label alike
-      const map = sl.map(msgs);
+      const map = sl.map(msgs, (w) => tok.has(w));
       msgs = sl.messages(msgs, map);
       action = sl.to(action, map);
     }

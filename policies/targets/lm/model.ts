@@ -134,9 +134,10 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
   const topP = o.topP ?? 0.95;
   const budget = contextBudget({ ...meta.config, maxLen: meta.maxLen, maxNewTokens: meta.maxNewTokens });
   // product ids (WebShop) or table and column names (DBBench) as slots, as the model was trained
-  const sl = meta.config.slots === true ? slottingFor(meta.config.envs[0] ?? '') : null;
+  const sl = meta.config.slots === true || meta.config.slots === 'values' ? slottingFor(meta.config.envs[0] ?? '', meta.config.slots) : null;
   const windowWith = (ctx: Pick<DecisionContext, 'messages'>, map: unknown): number[] => buildContext(sl ? sl.messages(ctx.messages, map) : ctx.messages, tok, budget);
-  const window = (ctx: Pick<DecisionContext, 'messages'>): number[] => windowWith(ctx, sl?.map(ctx.messages) ?? null);
+  const isToken = (w: string): boolean => tok.has(w);
+  const window = (ctx: Pick<DecisionContext, 'messages'>): number[] => windowWith(ctx, sl?.map(ctx.messages, isToken) ?? null);
   return {
     name: `lm/${name}`,
     meta,
@@ -148,12 +149,13 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
     sampling: { temperature, topP, maxNewTokens: meta.maxNewTokens },
     file,
     async decide(ctx) {
-      const map = sl?.map(ctx.messages) ?? null;
+      const map = sl?.map(ctx.messages, isToken) ?? null;
       const prompt = windowWith(ctx, map);
       const [out] = await batcher.decode({ prompt, k: 1, rng: decisionRng(ctx), temperature, topP, maxNewTokens: meta.maxNewTokens });
       const ids = (out?.ids ?? []).filter((i) => i !== meta.eosId);
       // DBBench's protocol needs case and newlines the word tokenizer drops (dbbench/render.ts)
-      const text = ctx.env === 'dbbench' ? renderDbbench(ids, tok, ctx.messages) : tok.decode(ids);
+      const expand = sl?.pieces ? (ps: readonly string[]): string[] => sl.pieces!(ps, map) : undefined;
+      const text = ctx.env === 'dbbench' ? renderDbbench(ids, tok, ctx.messages, expand) : tok.decode(ids);
       // a slot the model wrote is the id or name it stands for in this context
       return sl ? sl.from(text, map) : text;
     },

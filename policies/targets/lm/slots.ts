@@ -57,12 +57,15 @@ export function fromSlots(text: string, map: SlotMap): string {
 export interface Slotting<M = unknown> {
   /** the words slots are written with (added to the vocabulary) */
   readonly words: readonly string[];
-  map(messages: readonly ChatMessage[]): M;
+  /** `isToken`: whether a lower-case word is one token of the model's vocabulary (value slots need it) */
+  map(messages: readonly ChatMessage[], isToken?: (lowerWord: string) => boolean): M;
   messages(messages: readonly ChatMessage[], map: M): ChatMessage[];
   /** a label (the teacher's action) in slots */
   to(text: string, map: M): string;
   /** a model's reply with its slots written back */
   from(text: string, map: M): string;
+  /** a reply's words and symbols with slots expanded before it is rendered (DBBench's value slots) */
+  pieces?(ps: readonly string[], map: M): string[];
 }
 
 /** WebShop's product slots. */

@@ -56,6 +56,11 @@ export class LmTokenizer {
     this.unk = this.special('<unk>');
   }
 
+  /** whether a lower-case word (or a number 0–99) is one token */
+  has(word: string): boolean {
+    return /^[a-z0-9]+$/.test(word) && this.id.has(word);
+  }
+
   /** the id of a structure token */
   special(t: LmSpecial): number {
     return this.id.get(t)!;

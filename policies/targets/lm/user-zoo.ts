@@ -39,7 +39,7 @@ const shape = {
     lr: z.number().positive().max(1).optional(),
     noise: z.number().min(0).max(1).optional(),
     hintRate: z.number().min(0).max(1).optional(),
-    slots: z.boolean().optional(),
+    slots: z.union([z.boolean(), z.literal('values')]).optional(),
     teacher: z.enum(['explorer', 'oracle']).optional(),
     seed: z.number().int(),
     temperature: z.number().min(0).max(2).optional(),
@@ -66,7 +66,8 @@ const Entry = z
     if (e.maxLen !== undefined && e.maxNewTokens !== undefined && e.maxNewTokens > e.maxLen / 2) ctx.addIssue({ code: 'custom', path: ['maxNewTokens'], message: `must be at most half the context (maxLen ${e.maxLen}): the window needs room for the prompt` });
     if (e.compactRoom && !e.envs.includes('alfworld')) ctx.addIssue({ code: 'custom', path: ['compactRoom'], message: 'the compact room listing is for ALFWorld; add alfworld to envs or drop compactRoom' });
     if (e.query !== undefined && !e.envs.includes('webshop')) ctx.addIssue({ code: 'custom', path: ['query'], message: "the shopper's query style is for WebShop; add webshop to envs or drop query" });
-    if (e.slots && !e.envs.includes('webshop') && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['slots'], message: "slots are for WebShop's product ids and DBBench's table and column names; add webshop or dbbench to envs or drop slots" });
+    if (e.slots === 'values' && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['slots'], message: "'values' slots are DBBench's (values from the question); add dbbench to envs or use slots: true" });
+    else if (e.slots && !e.envs.includes('webshop') && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['slots'], message: "slots are for WebShop's product ids and DBBench's table and column names; add webshop or dbbench to envs or drop slots" });
   });
 
 const File = z.union([z.strictObject({ zoo: z.array(z.unknown()).min(1) }), z.array(z.unknown()).min(1)]);

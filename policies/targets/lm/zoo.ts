@@ -59,8 +59,8 @@ export interface ZooConfig {
   noise?: number;
   /** chance of each hint segment in a training context (skills, hint turn, injected). @default 0.3 */
   hintRate?: number;
-  /** names as slots in the context and actions: WebShop's product ids (slots.ts), DBBench's table and columns (dbbench/slots.ts). @default false */
-  slots?: boolean;
+  /** names as slots in the context and actions: WebShop's product ids (slots.ts), DBBench's table and columns (dbbench/slots.ts); `'values'` (DBBench) adds value slots. @default false */
+  slots?: boolean | 'values';
   /**
    * who the model clones: 'explorer', each env's honest teacher (ALFWorld's searching explorer,
    * WebShop's shopper), or 'oracle', the env's all-knowing expert (see bc.ts). @default 'explorer'
@@ -142,6 +142,8 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-s-256-ecrt-b', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 2, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt with seed 2' },
   { name: 'alf-xs-256-ecrt', envs: alf, ...size.xs, maxLen: 256, episodes: 300, steps: 600, seed: 1, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'one layer with token shift' },
   { name: 'alf-m-256-ecrt', envs: alf, ...size.m, maxLen: 256, episodes: 1000, steps: 2400, seed: 1, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'masking, compact room, RoPE, token shift; 2× the data, 2.4× the steps' },
+  { name: 'alf-s-384-ecrt', envs: alf, ...size.s, maxLen: 384, episodes: 400, steps: 800, seed: 1, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt with a 384-token window' },
+  { name: 'alf-s-256-ecrt-hi', envs: alf, ...size.s, maxLen: 256, episodes: 1000, steps: 1600, seed: 1, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt with 2.5× the data and 2× the steps' },
   { name: 'alf-m-256-r', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1, renumber: 0.7, note: 'renumbered instances in 70 % of its episodes' },
   { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 800, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000 },
   { name: 'ws-s-256-b', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 800, seed: 2, slots: true, maxNewTokens: 32, synthGoals: 2000 },
@@ -159,6 +161,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'db-s-384-b', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 2, maxNewTokens: 96, rename: 0.7 },
   { name: 'db-s-384-real', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 1, maxNewTokens: 96, note: 'the training tables as they are (memorises their names)' },
   { name: 'db-s-384-srt', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 1600, seed: 1, maxNewTokens: 96, rename: 0.7, slots: true, rope: true, tokenShift: true, note: 'name slots, RoPE, token shift, 2× the steps (control: db-s-384-a)' },
+  { name: 'db-s-384-vrt', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 1600, seed: 1, maxNewTokens: 96, rename: 0.7, slots: 'values', rope: true, tokenShift: true, note: 'name and value slots, RoPE, token shift (control: db-s-384-srt)' },
   { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
   { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
 ] satisfies ZooConfig[]);
@@ -192,7 +195,7 @@ export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note'
   /** set only when on (as slots) */
   synthGoals?: number;
   /** set only when on, so the hashes of configs without slots are what they were */
-  slots?: true;
+  slots?: true | 'values';
   /** set only when on (as slots) */
   elide?: number;
   /** set only when on (as slots) */
@@ -232,7 +235,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     noise: c.noise ?? 0.15,
     hintRate: c.hintRate ?? 0.3,
     teacher: c.teacher ?? 'explorer',
-    ...(c.slots ? { slots: true as const } : {}),
+    ...(c.slots ? { slots: c.slots === 'values' ? ('values' as const) : (true as const) } : {}),
     ...(c.elide ? { elide: c.elide } : {}),
     ...(c.compactRoom ? { compactRoom: true as const } : {}),
     ...(c.query === 'span' ? { query: 'span' as const } : {}),
@@ -370,7 +373,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const baseMeta = c.base ? readMeta(c.base, o.dir) : null;
   if (c.base && !baseMeta) throw new LmTargetError('LM_NOT_BUILT', `lm/${c.id} trains further from lm/${c.base.id}, which is not built; build it first`, { data: { base: c.base.id } });
   const t0 = performance.now();
-  const words = baseMeta ? baseMeta.words : c.slots ? [...(await harvestWords(c.envs)), ...slotWords(c.envs)] : await harvestWords(c.envs);
+  const words = baseMeta ? baseMeta.words : c.slots ? [...(await harvestWords(c.envs)), ...slotWords(c.envs, c.slots)] : await harvestWords(c.envs);
   const tok = new LmTokenizer(words);
   const decisions: BcDecision[] = [];
   for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}), ...(c.query ? { query: c.query } : {}) })));

@@ -244,3 +244,58 @@ test('dbbench slots - the table info and backticked names become tslot / cslot K
   t.is(fromDbSlots('SELECT `cslot 2` FROM `tslot` WHERE cslot 1 = 3 AND `cslot 99` = 1', map), `SELECT \`${x.columns[1]!}\` FROM \`${x.tableName}\` WHERE \`${x.columns[0]!}\` = 3 AND \`cslot 99\` = 1`);
   t.is(fromDbSlots('SELECT 1 FROM `tslot`', dbSlotMap([{ role: 'user', content: 'hi' }])), 'SELECT 1 FROM `tslot`');
 });
+
+test('dbbench value slots - spelled and capitalised words of the question and results become vslot K; the teacher plays through them; the rule and the round trip', async (t) => {
+  const { dbValueSlotMap, dbValueSlotMessages, toDbValueSlots, fromDbValueSlots, expandValuePieces, isValueWord, NAME_VALUE_SLOTS } = await import('../../../policies/targets/lm/dbbench/slots.ts');
+  const tok = new LmTokenizer([...(await harvestWords(['dbbench'])), ...NAME_VALUE_SLOTS.words]);
+  const isToken = (w: string): boolean => tok.has(w);
+  const xs = (await renamed).slice(0, 100);
+  let won = 0;
+  let slotted = 0;
+  let plain = 0;
+  let inSlots = 0;
+  for (const x of xs) {
+    const render = (a: string, m: Parameters<typeof renderDbbench>[2]): string => {
+      const map = dbValueSlotMap(m, isToken);
+      const s = toDbValueSlots(a, map);
+      if (s.includes('vslot')) slotted++;
+      plain += tok.encode(a).length;
+      inSlots += tok.encode(s).length;
+      return fromDbValueSlots(renderDbbench(tok.encode(s), tok, m, (ps) => expandValuePieces(ps, map)), map);
+    };
+    const rec = await runEpisode(dbbenchEnv(x), { model: teacherModel(x, { render }), seed: 0 });
+    if (rec.outcome.won) won++;
+  }
+  t.log(`teacher through value slots: ${won}/${xs.length}; ${slotted} actions hold a value slot; ${plain} tokens plain, ${inSlots} in slots`);
+  t.true(won >= 0.95 * xs.length);
+  t.true(slotted > 20);
+  t.true(inSlots < plain);
+  // the rule: spelled words and capitalised words are values, a sentence's first vocabulary word and SQL keywords are not
+  const q = 'What is the Vorarlberg total for 1998? Insert INTO it.';
+  const at = (w: string): boolean => isValueWord(w, q, q.indexOf(w), isToken);
+  t.false(at('What'));
+  t.true(at('Vorarlberg'));
+  t.true(at('1998'));
+  t.false(at('total'));
+  t.false(at('INTO'));
+  // numbering by first appearance from the question on; the prompt before it is left out; the same word twice is one slot
+  const msgs = [
+    { role: 'user' as const, content: 'You are Zyxwv, a MySQL helper.' },
+    { role: 'user' as const, content: `How many Qwertz and qwertz in Vorarlberg?\nThe name of this table is Towns, and the headers of this table are Name,Year.` },
+    { role: 'assistant' as const, content: "Action: Operation\n```sql\nSELECT * FROM `Towns` WHERE `Name` = 'Vorarlberg'\n```" },
+    { role: 'user' as const, content: "[('Bludenz', '1998')]" },
+  ];
+  const map = dbValueSlotMap(msgs, isToken);
+  t.false(map.values.includes('zyxwv'));
+  t.is(map.slotOf.get('qwertz'), 1);
+  t.is(map.slotOf.get('vorarlberg'), 2);
+  t.deepEqual(map.values, ['qwertz', 'vorarlberg', 'bludenz', '1998']);
+  const out = dbValueSlotMessages(msgs, map);
+  t.true(out[1]!.content.startsWith('How many vslot 1 and vslot 1 in vslot 2?'));
+  t.true(out[1]!.content.includes('headers of this table are cslot 1 Name,cslot 2 Year.'));
+  t.is(out[2]!.content, "Action: Operation\n```sql\nSELECT * FROM `tslot` WHERE `cslot 1` = 'vslot 2'\n```");
+  // a reply: the slots back as the words, quoted spans as the conversation writes them
+  const reply = "Action: Operation\n```sql\nSELECT `cslot 2` FROM `tslot` WHERE `cslot 1` = 'vslot 2'\n```";
+  t.is(fromDbValueSlots(renderDbbench(tok.encode(reply), tok, msgs, (ps) => expandValuePieces(ps, map)), map), "Action: Operation\n```sql\nselect `Year` from `Towns` where `Name` = 'Vorarlberg'\n```");
+  t.is(fromDbValueSlots('vslot 3 and vslot 77', map), 'Bludenz and vslot 77');
+});

@@ -101,14 +101,14 @@ const cap = (w: string): string => (w === UNK ? '?' : w.charAt(0).toUpperCase() 
 
 /**
  * The reply text for a DBBench decision from the model's tokens (EOS removed), given the
- * conversation the model saw.
+ * conversation the model saw. `expand` rewrites the pieces first (value slots back to their words).
  *
  * @example
  * renderDbbench(tok.encode("Action: Operation\n```sql\nSELECT `Name` FROM `t`;\n```"), tok, messages)
  * // "Action: Operation\n```sql\nselect `Name` from `t`;\n```"
  */
-export function renderDbbench(ids: readonly number[], tok: LmTokenizer, messages: readonly ChatMessage[]): string {
-  const ps = replyPieces(tok, ids);
+export function renderDbbench(ids: readonly number[], tok: LmTokenizer, messages: readonly ChatMessage[], expand?: (ps: readonly string[]) => string[]): string {
+  const ps = expand ? expand(replyPieces(tok, ids)) : replyPieces(tok, ids);
   const find = contextFinder(messages);
   let out = '';
   let i = 0;

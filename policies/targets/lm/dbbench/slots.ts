@@ -10,6 +10,7 @@
  */
 import type { ChatMessage } from '../../../../harness/index.ts';
 import type { Slotting } from '../slots.ts';
+import { SQL_KEYWORDS } from './words.ts';
 
 /** the words slots are written with */
 export const TABLE_SLOT = 'tslot';
@@ -67,3 +68,122 @@ export function fromDbSlots(text: string, map: DbSlotMap): string {
 
 /** DBBench's table and column slots. */
 export const NAME_SLOTS: Slotting<DbSlotMap> = { words: [TABLE_SLOT, COLUMN_SLOT], map: dbSlotMap, messages: dbSlotMessages, to: toDbSlots, from: fromDbSlots };
+
+/*
+ * Value slots (`slots: 'values'`, on top of the name slots). A value the SQL must hold exactly
+ * (`'Scenic Rim'`, `1305`, `March 19, 1998`) is mostly words the vocabulary lacks, which the
+ * tokenizer spells letter by letter and a small model copies badly (`'prention of rention'`).
+ * With value slots, from the question on (the message with the table info, then every result),
+ * a word is written `vslot K` when the tokenizer would spell it (not in the vocabulary, or a
+ * number from 100 up) or when it has a capital letter and does not start a sentence as a
+ * vocabulary word (`What`, `Insert` stay words; in the table info's header list, capitalised as
+ * names are, only a spelled word counts); SQL's keywords and the slot words never are. Every
+ * occurrence of a slotted word (case aside) is written as its slot, headers included.
+ * K numbers distinct words (case aside) by first appearance, at most 99. The model copies
+ * `vslot K` like any one-token word; a slot it writes is the word again, and a quoted span is
+ * then written as the conversation has it (case and spacing, dbbench/render.ts).
+ */
+export const VALUE_SLOT = 'vslot';
+/** distinct slotted words per decision; later ones stay as they are. @default 99 */
+export const MAX_VALUE_SLOTS = 99;
+
+/** Name slots plus value slots: `values[K − 1]` is the lower-case word slot K stands for, `forms` the first spelling seen. */
+export interface DbValueSlotMap extends DbSlotMap {
+  readonly values: readonly string[];
+  readonly forms: readonly string[];
+  readonly slotOf: ReadonlyMap<string, number>;
+}
+
+const WORD_RE = /[A-Za-z0-9]+/g;
+const NEVER = new Set([TABLE_SLOT, COLUMN_SLOT, VALUE_SLOT, ...SQL_KEYWORDS.map((w) => w.toLowerCase())]);
+
+/** A word is one token of the vocabulary (a vocabulary word or a number 0–99). */
+export type IsToken = (lowerWord: string) => boolean;
+
+/** Whether a word at `index` of `text` is slotted (see above). */
+export function isValueWord(word: string, text: string, index: number, isToken: IsToken): boolean {
+  const low = word.toLowerCase();
+  if (NEVER.has(low)) return false;
+  if (!isToken(low)) return true;
+  if (!/[A-Z]/.test(word)) return false;
+  const before = text.slice(0, index).trimEnd();
+  const sentenceStart = before === '' || /[.?!:\n]$/.test(before);
+  return !sentenceStart;
+}
+
+/** The name slots and the value slots of a context (`isToken`: the model's vocabulary). */
+export function dbValueSlotMap(messages: readonly ChatMessage[], isToken: IsToken): DbValueSlotMap {
+  const names = dbSlotMap(messages);
+  const values: string[] = [];
+  const forms: string[] = [];
+  const slotOf = new Map<string, number>();
+  let from = -1;
+  for (let i = messages.length - 1; i >= 0 && from < 0; i--) if (INFO_RE.test(messages[i]!.content)) from = i;
+  if (from >= 0) {
+    const named = dbSlotMessages(messages, names);
+    for (let i = from; i < named.length && values.length < MAX_VALUE_SLOTS; i++) {
+      if (named[i]!.role === 'assistant') continue;
+      const text = named[i]!.content;
+      // the table info's headers are capitalised as names are: there only a spelled word is a value
+      const info = INFO_RE.exec(text);
+      const inInfo = (k: number): boolean => info !== null && k >= info.index && k < info.index + info[0].length;
+      for (const m of text.matchAll(WORD_RE)) {
+        const low = m[0].toLowerCase();
+        const k = m.index ?? 0;
+        if (slotOf.has(low) || !(inInfo(k) ? !isToken(low) && !NEVER.has(low) : isValueWord(m[0], text, k, isToken))) continue;
+        values.push(low);
+        forms.push(m[0]);
+        slotOf.set(low, values.length);
+        if (values.length >= MAX_VALUE_SLOTS) break;
+      }
+    }
+  }
+  return { ...names, values, forms, slotOf };
+}
+
+/** Text with every slotted word written `vslot K` (names as the name slots write them). */
+export function toDbValueSlots(text: string, map: DbValueSlotMap): string {
+  return toValueWords(toDbSlots(text, map), map);
+}
+
+function toValueWords(text: string, map: DbValueSlotMap): string {
+  if (map.values.length === 0) return text;
+  return text.replace(WORD_RE, (w) => {
+    const k = map.slotOf.get(w.toLowerCase());
+    return k === undefined ? w : `${VALUE_SLOT} ${k}`;
+  });
+}
+
+/** The messages with names and values as slots. */
+export function dbValueSlotMessages(messages: readonly ChatMessage[], map: DbValueSlotMap): ChatMessage[] {
+  return dbSlotMessages(messages, map).map((m) => ({ ...m, content: toValueWords(m.content, map) }));
+}
+
+/** A reply's words and symbols (the tokenizer's pieces) with `vslot K` as the word it stands for (lower case, as the tokenizer writes words). */
+export function expandValuePieces(ps: readonly string[], map: DbValueSlotMap): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < ps.length; i++) {
+    const v = ps[i] === VALUE_SLOT && ps[i + 1] !== undefined && /^\d+$/.test(ps[i + 1]!) ? map.values[Number(ps[i + 1]) - 1] : undefined;
+    if (v === undefined) out.push(ps[i]!);
+    else {
+      out.push(v);
+      i++;
+    }
+  }
+  return out;
+}
+
+/** A reply with name slots written back and any `vslot K` left as the word's first spelling. */
+export function fromDbValueSlots(text: string, map: DbValueSlotMap): string {
+  return fromDbSlots(text, map).replace(new RegExp(`\\b${VALUE_SLOT}\\s*(\\d+)\\b`, 'gi'), (all, k: string) => map.forms[Number(k) - 1] ?? all);
+}
+
+/** DBBench's table, column and value slots. */
+export const NAME_VALUE_SLOTS: Slotting<DbValueSlotMap> = {
+  words: [TABLE_SLOT, COLUMN_SLOT, VALUE_SLOT],
+  map: (messages, isToken) => dbValueSlotMap(messages, isToken ?? (() => true)),
+  messages: dbValueSlotMessages,
+  to: toDbValueSlots,
+  from: fromDbValueSlots,
+  pieces: expandValuePieces,
+};

@@ -7,6 +7,9 @@ import { Rng } from '../../../../cluster/rng.ts';
 import { V02_PROMPT } from '../../../../envs/dbbench/index.ts';
 import { synthTasks, trainingTables } from './synth.ts';
 
+/** SQL's keywords and functions (never value slots: dbbench/slots.ts) */
+export const SQL_KEYWORDS = 'SELECT FROM WHERE AND OR NOT IN IS NULL LIKE ORDER BY ASC DESC LIMIT GROUP HAVING DISTINCT AS CAST DECIMAL SIGNED COUNT SUM MIN MAX AVG INSERT INTO VALUES UPDATE SET DELETE BETWEEN JOIN ON OFFSET'.split(' ');
+
 /** SQL words and the env's error and answer texts a model reads and writes */
 export const SQL_WORDS = [
   'Action: Operation Answer Final Answer sql',
