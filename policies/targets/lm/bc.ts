@@ -82,13 +82,22 @@ export interface CollectOptions {
    * numbers redrawn, increasing), so numbers are copied from the observations. @default 0
    */
   renumber?: number;
+  /**
+   * ALFWorld, DAgger (Ross et al. 2011): after the teacher's `episodes`, `studentEpisodes` more
+   * where `student` (a built model) plays and the teacher labels every state the student reaches,
+   * its own mistakes included (an object it made up, a place it goes to again and again), so the
+   * data shows the way back from them. @default 0
+   */
+  studentEpisodes?: number;
+  student?: Model;
 }
 
 /** The env's pure state next to the harness's session, to know admissible actions and the oracle. */
 interface Mirror {
   admissible(): string[];
   expert(): string | null;
-  step(action: string): void;
+  /** the env's answer to the action */
+  step(action: string): string;
 }
 
 function alfMirror(game: Game, teacher: AlfTeacher): Mirror {
@@ -101,6 +110,7 @@ function alfMirror(game: Game, teacher: AlfTeacher): Mirror {
       const r = alfStep(game, s, a);
       s = r.state;
       ex?.played(a, r.observation);
+      return r.observation;
     },
   };
 }
@@ -116,6 +126,7 @@ function wsMirror(ws: WebshopEnv, goalId: string, teacher: Teacher, query: Query
       const x = wsStep(ws, s, a);
       s = x.state;
       clickables = x.info.clickables;
+      return x.observation;
     },
   };
 }
@@ -142,32 +153,49 @@ export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]>
   const synth = o.env === 'webshop' && o.synthGoals ? synthGoals(loadWebshop(), new Rng(`lm-bc:webshop-goals:${o.seed}`), o.synthGoals) : [];
   const ws = o.env === 'webshop' ? (synth.length ? withGoals(loadWebshop(), synth) : loadWebshop()) : null;
   const pool = [...(o.tasks ?? taskIds(o.env, envDescriptor(o.env).splits.train)), ...synth.map((g) => g.id)];
+  const studentEpisodes = o.student && o.env === 'alfworld' ? (o.studentEpisodes ?? 0) : 0;
   const order: string[] = [];
-  while (order.length < o.episodes) order.push(...rng.shuffle(pool));
-  const out: BcDecision[] = [];
-  for (let e = 0; e < o.episodes; e++) {
+  while (order.length < o.episodes + studentEpisodes) order.push(...rng.shuffle(pool));
+  const episode = async (e: number): Promise<BcDecision[]> => {
+    const out: BcDecision[] = [];
     const taskId = order[e]!;
     const erng = rng.fork(`episode-${e}`);
+    // DAgger: the student plays, the teacher labels
+    const student = e >= o.episodes ? o.student! : null;
     const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!, o.teacher ?? 'explorer') : wsMirror(ws!, taskId, o.teacher ?? 'explorer', o.query ?? 'content');
     const actions: string[] = [];
     const labels: string[] = [];
+    /** the mirror's last answer, and whether a student's episode left it (then nothing more is recorded) */
+    let mirrored = '';
+    let lost = false;
     // the episode's texts as recorded: renumbered for a share of ALFWorld episodes
     const rn = o.env === 'alfworld' && o.renumber && erng.chance(o.renumber) ? renumbering(loadGames().get(taskId)!, erng.fork('renumber')) : null;
     const model: Model = {
       name: 'bc-expert',
-      decide(ctx) {
+      async decide(ctx) {
+        // a student's action the harness played differently (or not at all) leaves the mirror behind: stop recording there
+        if (student && actions.length > 0 && !lost && !(ctx.messages[ctx.messages.length - 1]?.content ?? '').includes(mirrored.trim())) lost = true;
+        if (lost) return student!.decide(ctx);
         const label = mirror.expert() ?? 'look';
         const adm = mirror.admissible();
         const d: BcDecision = { env: o.env, taskId, messages: ctx.messages.map((m) => ({ ...m })), action: label, admissible: adm, actions: actions.slice(), labels: labels.slice() };
         out.push(rn ? { ...d, messages: d.messages.map((m) => ({ ...m, content: rn(m.content) })), action: rn(d.action), admissible: d.admissible.map(rn), actions: d.actions.map(rn), labels: d.labels.map(rn) } : d);
-        const play = adm.length > 0 && actions.length > 0 && erng.chance(o.noise ?? 0.15) ? erng.pick(adm) : label;
-        mirror.step(play);
+        const play = student ? (await student.decide(ctx)).trim() : adm.length > 0 && actions.length > 0 && erng.chance(o.noise ?? 0.15) ? erng.pick(adm) : label;
+        mirrored = mirror.step(play);
         actions.push(play);
         labels.push(label);
-        return Promise.resolve(play);
+        return play;
       },
     };
     await runEpisode(ws && synth.length ? webshopEnv(taskId, { loaded: ws }) : envFactory(o.env, taskId), { model, seed: e });
+    return out;
+  };
+  const out: BcDecision[] = [];
+  for (let e = 0; e < o.episodes; e++) out.push(...(await episode(e)));
+  // the student's episodes 32 at a time (its decisions batched), recorded in episode order
+  for (let e = o.episodes; e < o.episodes + studentEpisodes; e += 32) {
+    const chunk = Array.from({ length: Math.min(32, o.episodes + studentEpisodes - e) }, (_, i) => episode(e + i));
+    for (const ds of await Promise.all(chunk)) out.push(...ds);
   }
   return out;
 }

@@ -165,6 +165,8 @@ export function explorer(game: Game, prior: SearchPrior = searchPrior()): Explor
       return a;
     },
     played(action, observation) {
+      // an action that did nothing (a student's, DAgger) changes nothing: what was in view stays in view
+      if (/^Nothing happens/.test(observation)) return;
       lastObs = observation;
       let m: RegExpExecArray | null;
       if ((m = /^go to (.+)$/.exec(action))) {

@@ -52,6 +52,7 @@ const shape = {
     synthGoals: int(0, 1_000_000).optional(),
     rename: z.number().min(0).max(1).optional(),
     renumber: z.number().min(0).max(1).optional(),
+    dagger: int(1, 1_000_000).optional(),
     base: z.string().optional(),
     note: z.string().optional(),
 };
@@ -66,6 +67,8 @@ const Entry = z
     if (e.maxLen !== undefined && e.maxNewTokens !== undefined && e.maxNewTokens > e.maxLen / 2) ctx.addIssue({ code: 'custom', path: ['maxNewTokens'], message: `must be at most half the context (maxLen ${e.maxLen}): the window needs room for the prompt` });
     if (e.compactRoom && !e.envs.includes('alfworld')) ctx.addIssue({ code: 'custom', path: ['compactRoom'], message: 'the compact room listing is for ALFWorld; add alfworld to envs or drop compactRoom' });
     if (e.query !== undefined && !e.envs.includes('webshop')) ctx.addIssue({ code: 'custom', path: ['query'], message: "the shopper's query style is for WebShop; add webshop to envs or drop query" });
+    if (e.dagger !== undefined && e.base === undefined) ctx.addIssue({ code: 'custom', path: ['dagger'], message: 'DAgger episodes are played by a base model; add a base (a built entry to train further) or drop dagger' });
+    if (e.dagger !== undefined && !e.envs.includes('alfworld')) ctx.addIssue({ code: 'custom', path: ['dagger'], message: "DAgger episodes are ALFWorld's (its teacher labels any state); add alfworld to envs or drop dagger" });
     if (e.slots === 'values' && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['slots'], message: "'values' slots are DBBench's (values from the question); add dbbench to envs or use slots: true" });
     else if (e.slots && !e.envs.includes('webshop') && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['slots'], message: "slots are for WebShop's product ids and DBBench's table and column names; add webshop or dbbench to envs or drop slots" });
   });

@@ -78,6 +78,12 @@ export interface ZooConfig {
   /** ALFWorld: the share of teacher episodes recorded with renumbered instances (renumber.ts). @default 0 */
   renumber?: number;
   /**
+   * ALFWorld, with a base: DAgger episodes (bc.ts `studentEpisodes`) added to the teacher's
+   * `episodes`: the base model plays training games and the teacher labels every state it
+   * reaches, so the variant learns the way back from the base's own mistakes. @default 0
+   */
+  dagger?: number;
+  /**
    * observation masking: observations and hints older than the newest `elide` keep their first
    * 4 tokens (context.ts), so the window keeps the episode's actions. @default 0 (turns dropped whole)
    */
@@ -154,6 +160,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'ws-m-384-oracle', envs: ws, ...size.m, maxLen: 384, episodes: 1500, steps: 1000, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000, teacher: 'oracle', note: "cloned from WebShop's expert, which knows the target product" },
   { name: 'alf-xs-192-a-ft', envs: alf, ...size.xs, maxLen: 192, episodes: 200, steps: 200, seed: 11, base: 'alf-xs-192-a', note: 'alf-xs-192-a trained further' },
   { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 400, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
+  { name: 'alf-s-256-ecrt-da', envs: alf, ...size.s, maxLen: 256, episodes: 200, steps: 600, seed: 11, base: 'alf-s-256-ecrt', dagger: 400, note: 'alf-s-256-ecrt trained further on 400 DAgger episodes (its own states, the teacher\'s labels) and 200 teacher episodes' },
   { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 500, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
   // DBBench: synthetic tasks over the training split's tables (dbbench/synth.ts), SQL actions need more new tokens
   { name: 'db-xs-384-a', envs: db, ...size.xs, maxLen: 384, episodes: 3000, steps: 600, seed: 1, maxNewTokens: 96, rename: 0.7 },
@@ -187,7 +194,9 @@ export function knownZoo(): readonly ZooConfig[] {
 }
 
 /** A config with defaults filled, the tiny budget applied, and its hash. */
-export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift'>> {
+export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift' | 'dagger'>> {
+  /** set only when on (as slots) */
+  dagger?: number;
   /** set only when on (as slots) */
   renumber?: number;
   /** set only when on (as slots) */
@@ -244,6 +253,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}),
     ...(c.rename ? { rename: c.rename } : {}),
     ...(c.renumber ? { renumber: c.renumber } : {}),
+    ...(c.dagger && base ? { dagger: tiny ? Math.min(c.dagger, TINY_BUDGET.episodes) : c.dagger } : {}),
     seed: c.seed,
     temperature: c.temperature ?? 0.5,
     maxNewTokens: c.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS,
@@ -376,7 +386,13 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const words = baseMeta ? baseMeta.words : c.slots ? [...(await harvestWords(c.envs)), ...slotWords(c.envs, c.slots)] : await harvestWords(c.envs);
   const tok = new LmTokenizer(words);
   const decisions: BcDecision[] = [];
-  for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}), ...(c.query ? { query: c.query } : {}) })));
+  // DAgger: the base model plays, the teacher labels (served from the base's build)
+  const student = c.dagger && c.base ? await (await import('./model.ts')).lmModel(c.base.id, { ...(o.dir ? { dir: o.dir } : {}), ...(o.zoo ? { zoo: o.zoo } : {}) }) : null;
+  try {
+    for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}), ...(c.query ? { query: c.query } : {}), ...(student ? { student, studentEpisodes: c.dagger } : {}) })));
+  } finally {
+    await student?.release();
+  }
   const rates: HintRates = { skills: c.hintRate, hint: c.hintRate, injected: c.hintRate * 0.5 };
   const rows = bcRows(decisions, tok, contextBudget(c), rates, c.seed, { slots: c.slots ?? false });
   const t1 = performance.now();

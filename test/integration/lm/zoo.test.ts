@@ -151,6 +151,34 @@ test('zoo build - a -ft variant trains further from its (cached) base, with its 
   await m.release();
 });
 
+test('zoo build - DAgger: the base plays, the teacher labels every state it reaches; a -da variant builds on it', async (t) => {
+  t.timeout(600_000);
+  await built;
+  const { collectDecisions } = await import('../../../policies/targets/lm/bc.ts');
+  const m = await lmModel('alf-xs-192-a@tiny', { dir, zoo });
+  try {
+    const teacherOnly = await collectDecisions({ env: 'alfworld', episodes: 2, seed: 5 });
+    const da = () => collectDecisions({ env: 'alfworld', episodes: 2, seed: 5, student: m, studentEpisodes: 4 });
+    const a = await da();
+    const b = await da();
+    t.deepEqual(a.map((d) => [d.taskId, d.action, d.actions]), b.map((d) => [d.taskId, d.action, d.actions]));
+    const students = a.filter((d) => !teacherOnly.some((x) => x.taskId === d.taskId && x.actions.join('|') === d.actions.join('|')));
+    t.true(students.length > teacherOnly.length, `${students.length} student decisions, ${teacherOnly.length} teacher decisions`);
+    // the student's own mistakes are in the data, each labelled with an action the teacher would take there
+    const afterMiss = students.filter((d) => d.messages[d.messages.length - 1]!.content.startsWith('Nothing happens'));
+    t.true(afterMiss.length > 0);
+    t.true(students.filter((d) => d.admissible.includes(d.action)).length >= 0.95 * students.length);
+    t.log(`${students.length} student decisions, ${afterMiss.length} after "Nothing happens."`);
+  } finally {
+    await m.release();
+  }
+  const daZoo: ZooConfig[] = [...zoo, { ...ZOO.find((z) => z.name === 'alf-xs-192-a-ft')!, name: 'alf-xs-192-a-da', episodes: 4, steps: 20, dagger: 6 }];
+  const rs = await buildZoo({ only: ['alf-xs-192-a-da'], tiny: true, dir, zoo: daZoo });
+  const meta = readMeta(resolveConfig('alf-xs-192-a-da@tiny', daZoo), dir)!;
+  t.is(meta.config.dagger, 6);
+  t.true(rs[1]!.cached === false && meta.decisions > 0);
+});
+
 test('zoo table - figures per model and env with intervals over tasks, cached next to the model; --json has one object per model', async (t) => {
   await built;
   const only = ['alf-xs-192-a@tiny', 'untrained@tiny'];
