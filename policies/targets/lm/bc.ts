@@ -83,7 +83,7 @@ export interface CollectOptions {
    */
   renumber?: number;
   /**
-   * ALFWorld, DAgger (Ross et al. 2011): after the teacher's `episodes`, `studentEpisodes` more
+   * ALFWorld and DBBench, DAgger (Ross et al. 2011): after the teacher's `episodes`, `studentEpisodes` more
    * where `student` (a built model) plays and the teacher labels every state the student reaches,
    * its own mistakes included (an object it made up, a place it goes to again and again), so the
    * data shows the way back from them. @default 0
@@ -147,7 +147,7 @@ export function envFactory(env: LmEnv, taskId: string): EnvFactory {
  */
 export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]> {
   // DBBench: synthetic tasks over the training split's tables, taught by the SQL-knowing teacher (dbbench/teacher.ts)
-  if (o.env === 'dbbench') return collectDbbench({ episodes: o.episodes, seed: o.seed, noise: o.noise ?? 0.15, rename: o.rename ?? 0 });
+  if (o.env === 'dbbench') return collectDbbench({ episodes: o.episodes, seed: o.seed, noise: o.noise ?? 0.15, rename: o.rename ?? 0, ...(o.student ? { student: o.student, studentEpisodes: o.studentEpisodes ?? 0 } : {}) });
   const rng = new Rng(`lm-bc:${o.env}:${o.seed}`);
   // WebShop with synthetic goals plays a copy of the vendored env that knows them
   const synth = o.env === 'webshop' && o.synthGoals ? synthGoals(loadWebshop(), new Rng(`lm-bc:webshop-goals:${o.seed}`), o.synthGoals) : [];

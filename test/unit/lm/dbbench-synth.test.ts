@@ -299,3 +299,23 @@ test('dbbench value slots - spelled and capitalised words of the question and re
   t.is(fromDbValueSlots(renderDbbench(tok.encode(reply), tok, msgs, (ps) => expandValuePieces(ps, map)), map), "Action: Operation\n```sql\nselect `Year` from `Towns` where `Name` = 'Vorarlberg'\n```");
   t.is(fromDbValueSlots('vslot 3 and vslot 77', map), 'Bludenz and vslot 77');
 });
+
+test('dbbench DAgger - a student plays other synthetic tasks and the teacher labels each state: its SQL after a failed one, the answer after its own SQL written in another case', async (t) => {
+  const { collectDbbench } = await import('../../../policies/targets/lm/dbbench/teacher.ts');
+  const base = await collectDbbench({ episodes: 4, seed: 3 });
+  // a student that only writes broken SQL: every label is the teacher's operation
+  const broken = { name: 'broken', decide: () => Promise.resolve('Action: Operation\n```sql\nSELEC nothing\n```') };
+  const a = await collectDbbench({ episodes: 4, seed: 3, student: broken, studentEpisodes: 3 });
+  t.deepEqual(a.slice(0, base.length).map((d) => d.action), base.map((d) => d.action));
+  const students = a.slice(base.length);
+  t.true(students.length >= 3);
+  t.true(students.every((d) => d.action.startsWith('Action: Operation')));
+  t.true(students.some((d) => d.actions.length > 0 && /SELEC nothing/.test(d.actions[d.actions.length - 1]!)));
+  // after its own SQL, up to case and spacing (a student's), the label is the answer; after an error, the SQL again
+  const { teacherAction } = await import('../../../policies/targets/lm/dbbench/teacher.ts');
+  const more = await synthTasks(new Rng('lm-dbsynth-student:3'), 3, { rename: DEFAULT_RENAME });
+  const op = teacherAction(more[0]!, null, null);
+  t.true(teacherAction(more[0]!, op.toLowerCase(), '[(1,)]').startsWith('Action: Answer'));
+  t.true(teacherAction(more[0]!, op.replace('FROM', 'FROM '), '[(1,)]').startsWith('Action: Answer'));
+  t.true(teacherAction(more[0]!, op, "1064 (42000): You have an error in your SQL syntax").startsWith('Action: Operation'));
+});

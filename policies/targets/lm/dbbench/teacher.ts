@@ -20,7 +20,9 @@ import { answerText, DEFAULT_RENAME, operationText, resultCells, synthSql, synth
 /** The teacher's next reply, from the last action played and the env's last reply. */
 export function teacherAction(task: DbbenchTask, lastAction: string | null, lastObservation: string | null): string {
   const op = operationText(synthSql(task));
-  if (lastAction === op && lastObservation !== null && !SQL_ERROR.test(lastObservation)) {
+  // its own SQL, or the same up to case and spacing (a student's, DAgger)
+  const norm = (s: string): string => s.toLowerCase().replace(/\s+/g, ' ').trim();
+  if (lastAction !== null && norm(lastAction) === norm(op) && lastObservation !== null && !SQL_ERROR.test(lastObservation)) {
     return answerText(resultCells(lastObservation) ?? []);
   }
   return op;
@@ -52,22 +54,24 @@ export function perturbSql(task: DbbenchTask, rng: Rng): string {
 }
 
 /** A model that plays the teacher on one task (its episode's actions go through `onDecision`). */
-export function teacherModel(task: DbbenchTask, o: { noise?: number; rng?: Rng; onDecision?: (d: { messages: BcDecision['messages']; label: string; played: string }) => void; render?: (action: string, messages: readonly BcDecision['messages'][number][]) => string } = {}): Model {
+export function teacherModel(task: DbbenchTask, o: { noise?: number; rng?: Rng; onDecision?: (d: { messages: BcDecision['messages']; label: string; played: string }) => void; render?: (action: string, messages: readonly BcDecision['messages'][number][]) => string; student?: Model } = {}): Model {
   let last: string | null = null;
   let noisy = 0;
   return {
     name: 'dbbench-teacher',
-    decide(ctx) {
+    async decide(ctx) {
       const obs = last === null ? null : (ctx.messages[ctx.messages.length - 1]?.content ?? null);
       const label = teacherAction(task, last, obs);
       let played = label;
-      if (o.rng && noisy < 2 && label.startsWith('Action: Operation') && o.rng.chance(o.noise ?? 0)) {
+      // DAgger: the student plays, the teacher's label is recorded
+      if (o.student) played = await o.student.decide(ctx);
+      else if (o.rng && noisy < 2 && label.startsWith('Action: Operation') && o.rng.chance(o.noise ?? 0)) {
         played = perturbSql(task, o.rng);
         noisy++;
       }
       o.onDecision?.({ messages: ctx.messages.map((m) => ({ ...m })), label, played });
       last = played;
-      return Promise.resolve(o.render ? o.render(played, ctx.messages) : played);
+      return o.render ? o.render(played, ctx.messages) : played;
     },
   };
 }
@@ -78,18 +82,18 @@ export function teacherModel(task: DbbenchTask, o: { noise?: number; rng?: Rng; 
  * DEFAULT_RENAME), played through `runEpisode` and the real env, so each context is what a model
  * sees. Deterministic for the options.
  */
-export async function collectDbbench(o: { episodes: number; seed: number; noise?: number; rename?: number }): Promise<BcDecision[]> {
+export async function collectDbbench(o: { episodes: number; seed: number; noise?: number; rename?: number; student?: Model; studentEpisodes?: number }): Promise<BcDecision[]> {
   const rng = new Rng(`lm-bc:dbbench:${o.seed}`);
   const tasks = await synthTasks(new Rng(`lm-dbsynth:${o.seed}`), o.episodes, { rename: o.rename ?? DEFAULT_RENAME });
-  const out: BcDecision[] = [];
-  for (let e = 0; e < tasks.length; e++) {
-    const task = tasks[e]!;
+  const episode = async (task: DbbenchTask, e: number, student: Model | null): Promise<BcDecision[]> => {
+    const out: BcDecision[] = [];
     const erng = rng.fork(`episode-${e}`);
     const actions: string[] = [];
     const labels: string[] = [];
     const model = teacherModel(task, {
       noise: o.noise ?? 0.15,
       rng: erng,
+      ...(student ? { student } : {}),
       onDecision: (d) => {
         out.push({ env: 'dbbench', taskId: task.id, messages: d.messages, action: d.label, admissible: [], actions: actions.slice(), labels: labels.slice() });
         actions.push(d.played);
@@ -97,6 +101,18 @@ export async function collectDbbench(o: { episodes: number; seed: number; noise?
       },
     });
     await runEpisode(dbbenchEnv(task), { model, seed: e });
+    return out;
+  };
+  const out: BcDecision[] = [];
+  for (let e = 0; e < tasks.length; e++) out.push(...(await episode(tasks[e]!, e, null)));
+  // DAgger: the student plays other synthetic tasks (never a dev one), 16 at a time, recorded in order
+  const n = o.student ? (o.studentEpisodes ?? 0) : 0;
+  if (n > 0) {
+    const more = await synthTasks(new Rng(`lm-dbsynth-student:${o.seed}`), n, { rename: o.rename ?? DEFAULT_RENAME });
+    for (let e = 0; e < more.length; e += 16) {
+      const chunk = more.slice(e, e + 16).map((task, i) => episode(task, tasks.length + e + i, o.student!));
+      for (const ds of await Promise.all(chunk)) out.push(...ds);
+    }
   }
   return out;
 }
