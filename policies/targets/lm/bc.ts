@@ -83,7 +83,7 @@ export interface CollectOptions {
    */
   renumber?: number;
   /**
-   * ALFWorld and DBBench, DAgger (Ross et al. 2011): after the teacher's `episodes`, `studentEpisodes` more
+   * DAgger (Ross et al. 2011; every env's teacher labels any state): after the teacher's `episodes`, `studentEpisodes` more
    * where `student` (a built model) plays and the teacher labels every state the student reaches,
    * its own mistakes included (an object it made up, a place it goes to again and again), so the
    * data shows the way back from them. @default 0
@@ -153,7 +153,7 @@ export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]>
   const synth = o.env === 'webshop' && o.synthGoals ? synthGoals(loadWebshop(), new Rng(`lm-bc:webshop-goals:${o.seed}`), o.synthGoals) : [];
   const ws = o.env === 'webshop' ? (synth.length ? withGoals(loadWebshop(), synth) : loadWebshop()) : null;
   const pool = [...(o.tasks ?? taskIds(o.env, envDescriptor(o.env).splits.train)), ...synth.map((g) => g.id)];
-  const studentEpisodes = o.student && o.env === 'alfworld' ? (o.studentEpisodes ?? 0) : 0;
+  const studentEpisodes = o.student ? (o.studentEpisodes ?? 0) : 0;
   const order: string[] = [];
   while (order.length < o.episodes + studentEpisodes) order.push(...rng.shuffle(pool));
   const episode = async (e: number): Promise<BcDecision[]> => {

@@ -68,7 +68,6 @@ const Entry = z
     if (e.compactRoom && !e.envs.includes('alfworld')) ctx.addIssue({ code: 'custom', path: ['compactRoom'], message: 'the compact room listing is for ALFWorld; add alfworld to envs or drop compactRoom' });
     if (e.query !== undefined && !e.envs.includes('webshop')) ctx.addIssue({ code: 'custom', path: ['query'], message: "the shopper's query style is for WebShop; add webshop to envs or drop query" });
     if (e.dagger !== undefined && e.base === undefined) ctx.addIssue({ code: 'custom', path: ['dagger'], message: 'DAgger episodes are played by a base model; add a base (a built entry to train further) or drop dagger' });
-    if (e.dagger !== undefined && !e.envs.includes('alfworld') && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['dagger'], message: "DAgger episodes are ALFWorld's and DBBench's (their teachers label any state); add alfworld or dbbench to envs or drop dagger" });
     if (e.slots === 'values' && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['slots'], message: "'values' slots are DBBench's (values from the question); add dbbench to envs or use slots: true" });
     else if (e.slots && !e.envs.includes('webshop') && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['slots'], message: "slots are for WebShop's product ids and DBBench's table and column names; add webshop or dbbench to envs or drop slots" });
   });

@@ -78,7 +78,7 @@ export interface ZooConfig {
   /** ALFWorld: the share of teacher episodes recorded with renumbered instances (renumber.ts). @default 0 */
   renumber?: number;
   /**
-   * ALFWorld, with a base: DAgger episodes (bc.ts `studentEpisodes`) added to the teacher's
+   * With a base: DAgger episodes (bc.ts `studentEpisodes`) added to the teacher's
    * `episodes`: the base model plays training games and the teacher labels every state it
    * reaches, so the variant learns the way back from the base's own mistakes. @default 0
    */
@@ -159,6 +159,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'ws-s-256-srt', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 800, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000, query: 'span', rope: true, tokenShift: true, note: 'span queries, RoPE, token shift (control: ws-s-256-a)' },
   { name: 'ws-s-256-srt-b', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 800, seed: 2, slots: true, maxNewTokens: 32, synthGoals: 2000, query: 'span', rope: true, tokenShift: true, note: 'ws-s-256-srt with seed 2' },
   { name: 'ws-s-256-srt-hi', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 2000, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000, query: 'span', rope: true, tokenShift: true, note: 'ws-s-256-srt with 2.5× the steps' },
+  { name: 'ws-s-256-srt-da', envs: ws, ...size.s, maxLen: 256, episodes: 500, steps: 600, seed: 11, base: 'ws-s-256-srt', dagger: 1000, slots: true, maxNewTokens: 32, synthGoals: 2000, query: 'span', note: 'ws-s-256-srt trained further on 1,000 DAgger episodes and 500 teacher episodes' },
   { name: 'ws-m-384-a', envs: ws, ...size.m, maxLen: 384, episodes: 1500, steps: 1000, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000 },
   { name: 'ws-m-384-lo', envs: ws, ...size.m, maxLen: 384, episodes: 60, steps: 400, seed: 1, slots: true, maxNewTokens: 32, note: 'little data' },
   { name: 'ws-m-384-oracle', envs: ws, ...size.m, maxLen: 384, episodes: 1500, steps: 1000, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000, teacher: 'oracle', note: "cloned from WebShop's expert, which knows the target product" },
