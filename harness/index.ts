@@ -87,6 +87,8 @@ export {
 } from './canonical.ts';
 export {
   EpisodeRecordSchema,
+  InterventionsSchema,
+  type Interventions,
   StepRecordSchema,
   HookAccountSchema,
   HookCountersSchema,
@@ -121,7 +123,9 @@ export {
   DEFAULT_MAX_BLOCKS_PER_STEP,
   DEFAULT_MAX_FORCED_IN_A_ROW,
   DEFAULT_MAX_FAULTS,
+  DEFAULT_MAX_INTERVENTION_RATE,
   MAX_NOTEBOOK_CHARS,
+  textTokens,
   type RunOptions,
 } from './runtime.ts';
 export { scriptedModel, expertModel } from './models.ts';

@@ -110,6 +110,22 @@ export const StepRecordSchema = z.strictObject({
 });
 export type StepRecord = z.infer<typeof StepRecordSchema>;
 
+/**
+ * An episode's interventions: executed actions the model did not choose (forced or rewritten),
+ * their share of the executed actions, those the cap clamped, the cap, and the hint text added by
+ * hooks (preDecision hints, postFeedback injections, block prompts; in words and symbols) in all
+ * and per model decision.
+ */
+export const InterventionsSchema = z.strictObject({
+  executed: count,
+  rate: z.number().min(0).max(1),
+  clamped: count,
+  cap: z.number().min(0).max(1),
+  hintTokens: count,
+  hintTokensPerDecision: z.number().min(0),
+});
+export type Interventions = z.infer<typeof InterventionsSchema>;
+
 export const EPISODE_STATUSES = ['won', 'lost', 'step_limit', 'model_error', 'env_error', 'sandbox_error'] as const;
 export const EpisodeStatusSchema = z.enum(EPISODE_STATUSES);
 export type EpisodeStatus = z.infer<typeof EpisodeStatusSchema>;
@@ -152,5 +168,7 @@ export const EpisodeRecordSchema = z.strictObject({
   skills: z.array(z.string()),
   toolHint: z.string().nullable(),
   notebook: NotebookSchema,
+  /** what the patch did instead of the model (absent in records made before it was counted) */
+  interventions: InterventionsSchema.optional(),
 });
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;

@@ -45,6 +45,15 @@ export const DEFAULT_HISTORY_WINDOW = 16;
 export const DEFAULT_MAX_BLOCKS_PER_STEP = 2;
 /** postFeedback force_action in a row before the model is asked again, @default 3 */
 export const DEFAULT_MAX_FORCED_IN_A_ROW = 3;
+/**
+ * The most of an episode's executed actions a patch may choose instead of the model (forced or
+ * rewritten): an intervention at the t-th action goes through while the episode's interventions
+ * stay at most max(1, rate × t); beyond it, force_action and rewrite_action are clamped (counted)
+ * and the model's own action is played. Half, so a patch can still rewrite every invalid action
+ * of a target that errs at the learned zoo's rates (37–49 % of steps do nothing), but cannot
+ * replace the agent with a scripted solver. @default 0.5
+ */
+export const DEFAULT_MAX_INTERVENTION_RATE = 0.5;
 /** timeouts + out-of-memory faults after which a code hook is off for the episode, @default 3 */
 export const DEFAULT_MAX_FAULTS = 3;
 /** fault messages kept per entry, @default 5 */
@@ -69,6 +78,13 @@ export interface RunOptions {
   maxForcedInARow?: number;
   /** @default DEFAULT_MAX_FAULTS */
   maxFaults?: number;
+  /** 0–1: the share of executed actions a patch may force or rewrite. @default DEFAULT_MAX_INTERVENTION_RATE */
+  maxInterventionRate?: number;
+}
+
+/** Words and symbols: the unit hint texts are counted in (a rough token count, the same for every model). */
+export function textTokens(s: string | null): number {
+  return s === null ? 0 : (s.match(/[A-Za-z0-9]+|[^\sA-Za-z0-9]/g) ?? []).length;
 }
 
 interface Entry {
@@ -180,6 +196,12 @@ class Episode {
   private readonly maxBlocks: number;
   private readonly maxForced: number;
   private readonly maxFaults: number;
+  private readonly maxInterventionRate: number;
+  /** executed actions the model did not choose (forced or rewritten), and interventions clamped by the cap */
+  private interventions = 0;
+  private interventionsClamped = 0;
+  private decisions = 0;
+  private hintTokens = 0;
   private readonly seed: number;
   private readonly harness: Harness;
   private maxSteps = 0;
@@ -193,6 +215,9 @@ class Episode {
     this.maxBlocks = positiveInt('maxBlocksPerStep', opts.maxBlocksPerStep, DEFAULT_MAX_BLOCKS_PER_STEP, 0);
     this.maxForced = positiveInt('maxForcedInARow', opts.maxForcedInARow, DEFAULT_MAX_FORCED_IN_A_ROW, 0);
     this.maxFaults = positiveInt('maxFaults', opts.maxFaults, DEFAULT_MAX_FAULTS);
+    const rate = opts.maxInterventionRate ?? DEFAULT_MAX_INTERVENTION_RATE;
+    if (typeof rate !== 'number' || !(rate >= 0 && rate <= 1)) throw new HarnessError('HARNESS_BAD_OPTION', `options.maxInterventionRate must be a number from 0 to 1 (got ${String(opts.maxInterventionRate)})`, { option: 'maxInterventionRate', value: opts.maxInterventionRate });
+    this.maxInterventionRate = rate;
     if (opts.maxSteps !== undefined) positiveInt('maxSteps', opts.maxSteps, 1);
   }
 
@@ -393,6 +418,12 @@ class Episode {
     return true;
   }
 
+  /** whether one more executed action may be the patch's (the intervention cap; see DEFAULT_MAX_INTERVENTION_RATE) */
+  private interventionAllowed(): boolean {
+    const t = this.step + 1;
+    return this.maxInterventionRate > 0 && this.interventions + 1 <= Math.max(1, this.maxInterventionRate * t);
+  }
+
   /** an action from a hook is usable when it is text and admissible where that is known */
   private usable(action: string): boolean {
     const a = action.trim();
@@ -424,6 +455,14 @@ class Episode {
       record.notebook = this.nb;
       record.skills = this.skills;
       record.toolHint = this.toolHint;
+      record.interventions = {
+        executed: this.interventions,
+        rate: this.step > 0 ? this.interventions / this.step : 0,
+        clamped: this.interventionsClamped,
+        cap: this.maxInterventionRate,
+        hintTokens: this.hintTokens,
+        hintTokensPerDecision: this.decisions > 0 ? this.hintTokens / this.decisions : 0,
+      };
       return record;
     };
     try {
@@ -501,6 +540,7 @@ class Episode {
           } else e.account.counters.clamped++;
           return 'continue';
         });
+        this.hintTokens += textTokens(hint);
         let verdict: ActionVerdict;
         for (;;) {
           const context = hint === null ? [...this.messages] : [...this.messages, { role: 'user' as const, content: `Hint: ${hint}` }];
@@ -510,11 +550,13 @@ class Episode {
           } catch (e) {
             return finish('model_error', last, `model ${this.opts.model.name} at step ${this.step}: ${errorText(e)}`);
           }
+          this.decisions++;
           const parsed = this.session.parse(proposal);
           invalid = !parsed.ok;
           verdict = this.preAction(proposal, parsed.action, parsed.ok, blocks);
           if (verdict.kind !== 'block') break;
           blocks++;
+          this.hintTokens += textTokens(verdict.message);
           this.messages.push({ role: 'assistant', content: proposal }, { role: 'user', content: verdict.message });
         }
         if (verdict.kind === 'force') {
@@ -541,6 +583,7 @@ class Episode {
       const shown = proposal !== null && !forced && !rewritten ? proposal : this.session.render(action);
       this.messages.push({ role: 'assistant', content: shown }, ...fb.messages.map((m) => ({ ...m })));
       this.history.push({ step: this.step, action, observation: fb.observation, reward: fb.reward, forced, rewritten, invalidFormat: invalid });
+      if (forced || rewritten) this.interventions++;
 
       // postFeedback: one injected hint, one force
       let injected: string | null = null;
@@ -553,14 +596,20 @@ class Episode {
               c.hinted++;
             } else c.clamped++;
           } else if (eff.type === 'force_action') {
-            if (pendingForce === null && forcedInARow < this.maxForced && this.usable(eff.action)) {
+            if (pendingForce === null && forcedInARow < this.maxForced && this.usable(eff.action) && this.interventionAllowed()) {
               pendingForce = eff.action.trim();
               c.forced++;
-            } else c.clamped++;
+            } else {
+              c.clamped++;
+              if (pendingForce === null && forcedInARow < this.maxForced && this.usable(eff.action)) this.interventionsClamped++;
+            }
           }
           return 'continue';
         });
-        if (injected !== null) this.messages.push({ role: 'user', content: injected });
+        if (injected !== null) {
+          this.messages.push({ role: 'user', content: injected });
+          this.hintTokens += textTokens(injected);
+        }
       }
       const rec: StepRecord = {
         step: this.step,
@@ -602,6 +651,12 @@ class Episode {
         if (!this.usable(eff.action)) {
           c.clamped++;
           this.fault(e, `${eff.type} ${JSON.stringify(eff.action)} is not an admissible action; ignored`);
+          return 'continue';
+        }
+        // the cap: the first change to this step's action counts (a second rewrite of a rewritten action is the same intervention)
+        if (!rewritten && !this.interventionAllowed()) {
+          c.clamped++;
+          this.interventionsClamped++;
           return 'continue';
         }
         if (eff.type === 'force_action') {

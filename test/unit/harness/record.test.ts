@@ -37,7 +37,10 @@ test('record schema - describes exactly what the runtime builds; parsing keeps e
 
 test('record schema - the top-level key order is the wire order records have always had', async (t) => {
   const [rec] = await records();
-  t.deepEqual(Object.keys(EpisodeRecordSchema.parse(rec)), ['v', 'env', 'taskId', 'seed', 'model', 'steps', 'outcome', 'hooks', 'goal', 'taskType', 'harness', 'skills', 'toolHint', 'notebook']);
+  t.deepEqual(Object.keys(EpisodeRecordSchema.parse(rec)), ['v', 'env', 'taskId', 'seed', 'model', 'steps', 'outcome', 'hooks', 'goal', 'taskType', 'harness', 'skills', 'toolHint', 'notebook', 'interventions']);
+  // a record made before interventions were counted still parses, without them
+  const { interventions: _i, ...old } = rec!;
+  t.deepEqual(Object.keys(EpisodeRecordSchema.parse(old)), ['v', 'env', 'taskId', 'seed', 'model', 'steps', 'outcome', 'hooks', 'goal', 'taskType', 'harness', 'skills', 'toolHint', 'notebook']);
   t.deepEqual(Object.keys(EpisodeRecordSchema.parse(rec).outcome), ['status', 'won', 'reward', 'steps', 'end', 'error']);
 });
 

@@ -67,6 +67,8 @@ test('preAction - rewrite_action and force_action take admissible actions and cl
   const r = await runEpisode(env, {
     model: scriptedModel(['jump', 'dance', 'look']),
     maxSteps: 3,
+    // no intervention cap here (two of three actions are the patch's); the cap has its own test
+    maxInterventionRate: 1,
     harness: patched({ rules: [
       { name: 'rw', hook: 'preAction', when: { path: 'proposed.action', equals: 'jump' }, effect: { type: 'rewrite_action', action: 'inventory' } },
       { name: 'bad', hook: 'preAction', when: { path: 'proposed.action', equals: 'dance' }, effect: { type: 'force_action', action: 'fly away' } },
@@ -188,4 +190,25 @@ test('errors - bad options are typed; a failing model ends the episode as model_
   const r = await runEpisode(env, { model: { name: 'boom', decide: () => Promise.reject(new Error('backend down')) } });
   t.is(r.outcome.status, 'model_error');
   t.regex(r.outcome.error ?? '', /backend down/);
+});
+
+test('interventions - counted per episode; the cap clamps force and rewrite beyond max(1, rate × t) and the model acts', async (t) => {
+  // a rule that rewrites every proposal to inventory (a scripted solver in miniature)
+  const solver = patched({ rules: [{ name: 'all', hook: 'preAction', when: { path: 'proposed.action', equals: 'look' }, effect: { type: 'rewrite_action', action: 'inventory' } }] });
+  const run = (rate?: number) => runEpisode(env, { model: scriptedModel(Array.from({ length: 8 }, () => 'look')), maxSteps: 8, harness: solver, ...(rate === undefined ? {} : { maxInterventionRate: rate }) });
+  const free = await run(1);
+  t.is(free.steps.filter((s) => s.rewritten).length, 8);
+  t.like(free.interventions, { executed: 8, rate: 1, clamped: 0, cap: 1 });
+  // the default cap: half; the t-th action may be the patch's while interventions ≤ max(1, t / 2)
+  const capped = await run();
+  t.deepEqual(capped.steps.map((s) => (s.rewritten ? 'R' : '.')).join(''), 'R..R.R.R');
+  t.like(capped.interventions, { executed: 4, rate: 0.5, clamped: 4, cap: 0.5 });
+  t.is(hook(capped, 'L1.all').counters.clamped, 4);
+  const none = await run(0);
+  t.like(none.interventions, { executed: 0, rate: 0, clamped: 8 });
+  // hint text is counted per model decision
+  const hinted = await runEpisode(env, { model: scriptedModel(['look', 'look']), maxSteps: 2, harness: patched({ rules: [{ name: 'h', hook: 'preDecision', when: { path: 'step', gte: 0 }, effect: { type: 'hint', message: 'try the drawer 1' } }] }) });
+  t.like(hinted.interventions, { executed: 0, hintTokens: 8, hintTokensPerDecision: 4 });
+  // a bad cap is a typed option error
+  await t.throwsAsync(() => runEpisode(env, { model: scriptedModel(['look']), maxInterventionRate: 2 }), { message: /maxInterventionRate must be a number from 0 to 1/ });
 });
