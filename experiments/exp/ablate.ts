@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { HOOKS, toPatch } from '../../harness/index.ts';
 import { pairedDelta, type Interval } from '../report/bootstrap.ts';
-import { taskSeedMatrix } from '../report/data.ts';
+import { fmtInterventions, interventionRate, taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
@@ -129,8 +129,8 @@ export function reportAblate(meta: RunMeta, rows: EvalRow[]): Report {
       touched[env]![h] = `${fulls.filter((r) => withoutHook(r.patch, h).removed > 0).length}/${fulls.length}`;
     }
   }
-  const head = ['env', `gain of full patch`, ...HOOKS.map((h) => `drop without ${h}`)];
-  const tRows = envs.map((e) => [`${e} (${primaryMetric(e)})`, fmtDelta(gain[e]), ...HOOKS.map((h) => `${fmtDelta(drop[e]![h])} (${touched[e]![h]} patches use it)`)]);
+  const head = ['env', `gain of full patch`, ...HOOKS.map((h) => `drop without ${h}`), 'interventions (full)'];
+  const tRows = envs.map((e) => [`${e} (${primaryMetric(e)})`, fmtDelta(gain[e]), ...HOOKS.map((h) => `${fmtDelta(drop[e]![h])} (${touched[e]![h]} patches use it)`), fmtInterventions(interventionRate(rows.filter((r) => r.env === e && r.method === m.name && r.variant === 'full')))]);
   const md = [
     reportHeader(`exp ablate: ${m.label} on ${target}`, meta),
     `**Protocol:** per env, the method's patches (one per packet) are scored in full and with each hook removed in turn (its rules and code hooks on that hook; skills count as init). Drop = Δ(full) − Δ(without the hook), paired per episode and averaged over packets; positive = the hook helped. "k/n patches use it": how many of the patches had entries on the hook (a patch without them is unchanged, so its drop is 0).`,

@@ -9,7 +9,7 @@ import { parseTargetSpec } from '../../policies/targets/spec.ts';
 import { knownZoo } from '../../policies/targets/lm/zoo.ts';
 import { SIM_PROFILES } from '../../policies/targets/sim/profiles.ts';
 import { bootstrapStrata, pairedDelta, type Interval } from '../report/bootstrap.ts';
-import { taskSeedMatrix } from '../report/data.ts';
+import { fmtInterventions, interventionRate, taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { ExpError } from '../runner/errors.ts';
@@ -118,7 +118,8 @@ export function reportCoevolve(meta: RunMeta, rows: EvalRow[]): Report {
     del.push(a.method === 'vanilla' ? cols.map(() => null) : [...ms.map((x, i) => (x && vs[i] ? pairedDelta([x], [vs[i]!], boot(`d${ai}|${envs[i]}`)) : null)), ok ? pairedDelta(ms as number[][][], vs as number[][][], boot(`d${ai}|avg`)) : null]);
   });
   const head = ['arm', ...cols.map((c) => (c === 'average' ? c : `${c} (${primaryMetric(c)})`))];
-  const tRows = arms.map((a, i) => [a.label, ...val[i]!.map((v) => fmtPct(v))]);
+  const armRows = (a: (typeof arms)[number]) => rows.filter((r) => r.target === a.target && r.method === a.method && (a.method === 'vanilla' || r.variant === a.variant));
+  const tRows = arms.map((a, i) => [a.label, ...val[i]!.map((v) => fmtPct(v)), fmtInterventions(interventionRate(armRows(a)))]);
   const dRows = arms.map((a, i) => [a.label, ...del[i]!.map((d) => (d ? fmtDelta(d) : '—'))]).filter((_, i) => arms[i]!.method !== 'vanilla');
   const md = [
     reportHeader(`exp coevolve: ${base} → ${tuned} (${m.label})`, meta),
@@ -126,7 +127,9 @@ export function reportCoevolve(meta: RunMeta, rows: EvalRow[]): Report {
     '',
     '## Results (%, 95% CI)',
     '',
-    mdTable(head, tRows),
+    mdTable([...head, 'interventions'], tRows),
+    '',
+    'interventions: the share of executed actions the patches forced or rewritten instead of the model (mean over the arm\'s episodes).',
     '',
     '## Δ vs the same target\'s vanilla (points, paired)',
     '',
@@ -138,6 +141,6 @@ export function reportCoevolve(meta: RunMeta, rows: EvalRow[]): Report {
     '',
   ].join('\n');
   const svg = barChart({ title: `exp coevolve: ${base} → ${tuned}${meta.simulated.length ? ' (SIMULATED)' : ''}`, subtitle: 'primary metric, 95% bootstrap CI', categories: cols, yName: '%', series: arms.map((a, i) => ({ name: a.label, values: val[i]! })), height: 480 });
-  const text = [`exp coevolve — ${base} → ${tuned}${meta.simulated.length ? ` (SIMULATED: ${meta.simulated.join(', ')})` : ''}; %, 95% CI`, textTable(head, tRows)].join('\n');
+  const text = [`exp coevolve — ${base} → ${tuned}${meta.simulated.length ? ` (SIMULATED: ${meta.simulated.join(', ')})` : ''}; %, 95% CI`, textTable([...head, 'interventions'], tRows)].join('\n');
   return { markdown: md, text, plots: [{ name: 'coevolve', svg }] };
 }

@@ -13,6 +13,7 @@ import { listTasks } from '../../envs/registry.ts';
 import { meanStd, type Interval } from '../report/bootstrap.ts';
 import { fmtDelta, fmtMeanStd, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
+import { fmtInterventions, interventionRate } from '../report/data.ts';
 import { primaryMetric, episodesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, testSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
@@ -125,7 +126,7 @@ export function reportCrosstask(meta: RunMeta, rows: EvalRow[]): Report {
     const v = xs.filter((i): i is Interval => i !== null).map((i) => i.mean);
     return v.length ? meanStd(v) : null;
   };
-  const head = ['method', ...envs.map((e) => `${e} Δ (${primaryMetric(e)})`), 'average'];
+  const head = ['method', ...envs.map((e) => `${e} Δ (${primaryMetric(e)})`), 'average', 'interventions'];
   const tRows = meta.methods.map((m) => {
     if (m.available !== true) return [m.label, m.available as string, ...envs.map(() => '—')];
     const envMs = envs.map((e) => ms(per[m.name]![e]!));
@@ -134,7 +135,7 @@ export function reportCrosstask(meta: RunMeta, rows: EvalRow[]): Report {
       const v = envs.map((e) => per[m.name]![e]![si]?.mean);
       return v.every((x) => x !== undefined && Number.isFinite(x)) ? (v as number[]).reduce((a, c) => a + c, 0) / v.length : NaN;
     });
-    return [m.label, ...envMs.map((x) => fmtMeanStd(x)), fmtMeanStd(avgPerSeed.every(Number.isFinite) ? meanStd(avgPerSeed) : null)];
+    return [m.label, ...envMs.map((x) => fmtMeanStd(x)), fmtMeanStd(avgPerSeed.every(Number.isFinite) ? meanStd(avgPerSeed) : null), fmtInterventions(interventionRate(rows.filter((r) => r.method === m.name)))];
   });
   const seedRows = avail.flatMap((m) => envs.map((e) => [m.label, e, ...per[m.name]![e]!.map((i) => fmtDelta(i))]));
   const tasksN = envs.map((e) => `${e} ${meta.splits[e]!.testTasks}`).join(', ');

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { envDescriptor, inReportOrder } from '../../envs/registry.ts';
 import { bootstrapStrata, meanStd, pairedDelta, type Interval } from '../report/bootstrap.ts';
-import { rowMean, taskSeedMatrix, type Metric } from '../report/data.ts';
+import { fmtInterventions, interventionRate, rowMean, taskSeedMatrix, type Metric } from '../report/data.ts';
 import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { envMetrics, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
@@ -125,9 +125,10 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     delta[m.name]!.avg = full && vs.every((v) => v !== null) ? pairedDelta(as as number[][][], vs as number[][][], boot(`d|${m.name}|avg`)) : null;
   }
 
-  const head = ['method', ...cols.map((c) => c.title), 'average'];
+  // the share of executed actions the patch chose instead of the model, over every env's episodes
+  const head = ['method', ...cols.map((c) => c.title), 'average', 'interventions'];
   const tableRows = meta.methods.map((m) =>
-    m.available !== true ? [m.label, m.available as string, ...cols.map(() => '—')] : [m.label, ...cols.map((c) => fmtPct(cell[m.name]![`${c.env}.${c.metric}`])), fmtPct(cell[m.name]!.avg)],
+    m.available !== true ? [m.label, m.available as string, ...cols.map(() => '—')] : [m.label, ...cols.map((c) => fmtPct(cell[m.name]![`${c.env}.${c.metric}`])), fmtPct(cell[m.name]!.avg), fmtInterventions(interventionRate(rows.filter((r) => r.method === m.name && r.target === target)))],
   );
   const deltaRows = meta.methods
     .filter((m) => m.available === true && m.name !== 'vanilla')
@@ -153,6 +154,8 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     '## Results (%, 95% CI)',
     '',
     mdTable(head, tableRows),
+    '',
+    'interventions: the share of executed actions the patch forced or rewritten instead of the model (mean over episodes, all envs; capped at the harness\'s `maxInterventionRate`).',
     '',
     '## Δ vs vanilla (points, paired on the same tasks and seeds)',
     '',

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { ZOO } from '../../policies/targets/lm/zoo.ts';
 import { SIM_PROFILES } from '../../policies/targets/sim/profiles.ts';
 import { pairedDelta, type Interval } from '../report/bootstrap.ts';
-import { taskSeedMatrix } from '../report/data.ts';
+import { fmtInterventions, interventionRate, taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { heatmap } from '../report/plots.ts';
 import { primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
@@ -120,8 +120,8 @@ export function reportSweep(meta: RunMeta, rows: EvalRow[]): Report {
   const significant = flat.filter((c) => c.lo > 0).length;
   const negative = flat.filter((c) => c.mean < 0).length;
   const label = (t: string) => `${t}${meta.simulated.includes(t) ? ' (SIM)' : ''}`;
-  const head = ['target', ...envs.map((e) => `${e} Δ (${primaryMetric(e)})`)];
-  const tRows = meta.targets.map((t, i) => [label(t), ...cells[i]!.map((c) => fmtDelta(c))]);
+  const head = ['target', ...envs.map((e) => `${e} Δ (${primaryMetric(e)})`), 'interventions'];
+  const tRows = meta.targets.map((t, i) => [label(t), ...cells[i]!.map((c) => fmtDelta(c)), fmtInterventions(interventionRate(rows.filter((r) => r.target === t && r.method === method.name)))]);
   const summary = `positive cells: ${positive} of ${flat.length} (CI above 0: ${significant}; negative: ${negative})`;
   const md = [
     reportHeader(`exp sweep: ${method.label} on ${meta.targets.length} targets`, meta),
@@ -130,6 +130,8 @@ export function reportSweep(meta: RunMeta, rows: EvalRow[]): Report {
     '## Gain per target × env (points, 95% CI)',
     '',
     mdTable(head, tRows),
+    '',
+    'interventions: the share of executed actions the patches forced or rewritten instead of the model (mean over the target\'s episodes).',
     '',
     `**${summary}.** The paper reports all 20 unseen targets improved.`,
     '',

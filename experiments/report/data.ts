@@ -34,6 +34,28 @@ export function rowMean(r: EvalRow, metric: Metric): number {
   return s / r.outcomes.length;
 }
 
+/**
+ * The mean intervention rate (executed actions the patch forced or rewritten, per episode) over
+ * the episodes of these rows that recorded one; null when none did.
+ */
+export function interventionRate(rows: readonly EvalRow[]): number | null {
+  let s = 0;
+  let n = 0;
+  for (const r of rows) {
+    for (const o of r.outcomes) {
+      if (o[4] === undefined) continue;
+      s += o[4];
+      n++;
+    }
+  }
+  return n > 0 ? s / n : null;
+}
+
+/** An intervention rate as a table cell: `12.5 %`, `—` when not recorded. */
+export function fmtInterventions(v: number | null): string {
+  return v === null ? '—' : `${(v * 100).toFixed(1)} %`;
+}
+
 function csvCell(v: unknown): string {
   const s = v === null || v === undefined ? '' : String(v);
   return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
@@ -41,8 +63,8 @@ function csvCell(v: unknown): string {
 
 /** One CSV line per episode of every evaluation row, in the given row order. */
 export function rowsToCsv(exp: string, rows: readonly EvalRow[]): string {
-  const head = ['exp', 'env', 'target', 'method', 'packet', 'variant', 'patch_hash', 'task', 'seed', 'won', 'reward'];
+  const head = ['exp', 'env', 'target', 'method', 'packet', 'variant', 'patch_hash', 'task', 'seed', 'won', 'reward', 'intervention_rate'];
   const lines = [head.join(',')];
-  for (const r of rows) for (const [t, s, w, rw] of r.outcomes) lines.push([exp, r.env, r.target, r.method, r.packet ?? '', r.variant, r.patchHash, t, s, w, rw].map(csvCell).join(','));
+  for (const r of rows) for (const [t, s, w, rw, iv] of r.outcomes) lines.push([exp, r.env, r.target, r.method, r.packet ?? '', r.variant, r.patchHash, t, s, w, rw, iv].map(csvCell).join(','));
   return `${lines.join('\n')}\n`;
 }

@@ -2,4 +2,4 @@
 export { bootstrapStrata, bootstrapGroups, bootstrapMean, pairedDelta, meanStd, DEFAULT_RESAMPLES, DEFAULT_LEVEL, type BootstrapOptions, type Interval } from './bootstrap.ts';
 export { mdTable, textTable, fmtPct, fmtDelta, fmtMeanStd } from './markdown.ts';
 export { barChart, heatmap, svgToPng, type BarSeries } from './plots.ts';
-export { taskSeedMatrix, rowMean, rowsToCsv, type Metric } from './data.ts';
+export { taskSeedMatrix, rowMean, rowsToCsv, interventionRate, fmtInterventions, type Metric } from './data.ts';

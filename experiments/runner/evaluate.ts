@@ -35,8 +35,12 @@ function splitsOf(env: string): EnvSplits {
   return envDescriptor(env).splits;
 }
 
-/** One episode's result: [taskId, seed, won (0/1), reward]. */
-export type Outcome = [string, number, 0 | 1, number];
+/**
+ * One episode's result: [taskId, seed, won (0/1), reward, intervention rate] — the rate is the
+ * share of its executed actions the patch forced or rewritten (harness `interventions.rate`);
+ * rows written before it was recorded have four elements.
+ */
+export type Outcome = [string, number, 0 | 1, number, number?];
 
 /** An evaluation row: a patch on one env's test episodes for one target. */
 export interface EvalRow extends ResultRow {
@@ -79,7 +83,7 @@ export function outcomesOf(records: readonly EpisodeRecord[]): { outcomes: Outco
   let errors = 0;
   const outcomes = records.map((r): Outcome => {
     if (isInfraStatus(r.outcome.status)) errors++;
-    return [r.taskId, r.seed, r.outcome.won ? 1 : 0, Math.round(r.outcome.reward * 1e6) / 1e6];
+    return [r.taskId, r.seed, r.outcome.won ? 1 : 0, Math.round(r.outcome.reward * 1e6) / 1e6, Math.round((r.interventions?.rate ?? 0) * 1e6) / 1e6];
   });
   return { outcomes, errors };
 }

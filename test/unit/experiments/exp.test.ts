@@ -40,7 +40,12 @@ test('exp main - end to end in-process: every file of the run folder, the table,
   t.true(rows.every((r) => r.outcomes.length === 20));
   const csv = read(fullDir, RUN_FILES.csv).trim().split('\n');
   t.is(csv.length, 1 + 15 * 20);
-  t.is(csv[0], 'exp,env,target,method,packet,variant,patch_hash,task,seed,won,reward');
+  t.is(csv[0], 'exp,env,target,method,packet,variant,patch_hash,task,seed,won,reward,intervention_rate');
+  // every episode has its intervention rate (0 for vanilla), and the table a column for it
+  t.true(rows.every((r) => r.outcomes.every((o: unknown[]) => typeof o[4] === 'number' && (o[4] as number) >= 0 && (o[4] as number) <= 0.5 + 1e-9)));
+  t.true(rows.filter((r) => r.method === 'vanilla').every((r) => r.outcomes.every((o: unknown[]) => o[4] === 0)));
+  t.regex(md, /\| method \|.*\| average \| interventions \|/);
+  t.regex(md, /\| vanilla \|.*\| 0\.0 % \|/);
   t.deepEqual(readFileSync(join(fullDir, 'plots/main-primary.png')).subarray(0, 8), PNG_MAGIC);
 });
 
