@@ -284,18 +284,25 @@ function infraKinds(recs: readonly EpisodeRecord[]): InfraFailure[] {
   return [...by.values()];
 }
 
-/** Success, score and steps of a set of records. */
-export function summarizeRecords(records: readonly EpisodeRecord[]): { episodes: number; success: number; score: number; steps: number; statuses: Record<string, number> } {
+/**
+ * Success, score and steps of a set of records, and their interventions: the mean share of
+ * executed actions the patch forced or rewritten, and hint words per model decision.
+ */
+export function summarizeRecords(records: readonly EpisodeRecord[]): { episodes: number; success: number; score: number; steps: number; interventionRate: number; hintTokensPerDecision: number; statuses: Record<string, number> } {
   const n = records.length;
   const statuses: Record<string, number> = {};
   let won = 0;
   let reward = 0;
   let steps = 0;
+  let iv = 0;
+  let ht = 0;
   for (const r of records) {
     if (r.outcome.won) won++;
     reward += r.outcome.reward;
     steps += r.outcome.steps;
+    iv += r.interventions?.rate ?? 0;
+    ht += r.interventions?.hintTokensPerDecision ?? 0;
     statuses[r.outcome.status] = (statuses[r.outcome.status] ?? 0) + 1;
   }
-  return { episodes: n, success: n ? won / n : 0, score: n ? reward / n : 0, steps: n ? steps / n : 0, statuses };
+  return { episodes: n, success: n ? won / n : 0, score: n ? reward / n : 0, steps: n ? steps / n : 0, interventionRate: n ? iv / n : 0, hintTokensPerDecision: n ? ht / n : 0, statuses };
 }

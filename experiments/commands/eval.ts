@@ -150,7 +150,7 @@ export async function runEval(o: EvalOptions): Promise<void> {
     if (o.json) {
       console.log(JSON.stringify({ env: o.env, target: o.target, simulated: spec.kind === 'sim', targetOptions: settings ?? {}, patch: o.patch ?? o.baseline ?? null, tasks: tasks.length, seeds, ...s, hooks, stats: r.stats }, null, 2));
     } else {
-      console.log(table(['env', 'target', 'episodes', 'success', 'score', 'avg steps', 'statuses'], [[o.env, `${o.target}${simNote}`, s.episodes, `${(s.success * 100).toFixed(1)}%`, s.score.toFixed(3), s.steps.toFixed(1), Object.entries(s.statuses).map(([k, v]) => `${k} ${v}`).join(', ')]]));
+      console.log(table(['env', 'target', 'episodes', 'success', 'score', 'avg steps', 'interventions', 'hint words/decision', 'statuses'], [[o.env, `${o.target}${simNote}`, s.episodes, `${(s.success * 100).toFixed(1)}%`, s.score.toFixed(3), s.steps.toFixed(1), `${(s.interventionRate * 100).toFixed(1)}%`, s.hintTokensPerDecision.toFixed(1), Object.entries(s.statuses).map(([k, v]) => `${k} ${v}`).join(', ')]]));
       const hk = Object.entries(hooks).filter(([, v]) => v > 0);
       if (hk.length) console.log(`\nhook counters: ${hk.map(([k, v]) => `${k} ${v}`).join(', ')}`);
       console.log(`\n${r.stats.ran} episodes run, ${r.stats.cached} from the cache${cache ? ` (${cache.path})` : ''}, ${r.stats.resent} chunks re-sent, ${r.stats.rerun} episodes re-run after infra errors, ${(r.stats.ms / 1000).toFixed(1)} s, nodes: ${r.stats.nodes.join(', ') || '-'}`);

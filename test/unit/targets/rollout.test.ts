@@ -27,6 +27,12 @@ test('rollout - the same config and seeds give the same records; the cache serve
     t.deepEqual(a.records.map((r) => [r.taskId, r.seed]), episodes.map((e) => [e.taskId, e.seed]), 'records in request order');
     const s = summarizeRecords(a.records);
     t.true(s.success > 0 && s.success < 1);
+    // interventions: none without a patch; Self-Refine adds a hint before each decision and one after each step, forces nothing
+    t.is(s.interventionRate, 0);
+    t.is(s.hintTokensPerDecision, 0);
+    const sd = summarizeRecords(d.records);
+    t.is(sd.interventionRate, 0);
+    t.true(sd.hintTokensPerDecision > 30, `${sd.hintTokensPerDecision}`);
   } finally {
     await rt.shutdown();
   }
