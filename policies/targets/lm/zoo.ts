@@ -175,6 +175,8 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'db-s-384-real', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 800, seed: 1, maxNewTokens: 96, note: 'the training tables as they are (memorises their names)' },
   { name: 'db-s-384-srt', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 1600, seed: 1, maxNewTokens: 96, rename: 0.7, slots: true, rope: true, tokenShift: true, note: 'name slots, RoPE, token shift, 2× the steps (control: db-s-384-a)' },
   { name: 'db-s-384-vrt', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 1600, seed: 1, maxNewTokens: 96, rename: 0.7, slots: 'values', rope: true, tokenShift: true, note: 'name and value slots, RoPE, token shift (control: db-s-384-srt)' },
+  { name: 'db-s-384-vrt-b', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 1600, seed: 2, maxNewTokens: 96, rename: 0.7, slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vrt with seed 2' },
+  { name: 'db-s-384-vrt-da', envs: db, ...size.s, maxLen: 384, episodes: 1000, steps: 800, seed: 11, base: 'db-s-384-vrt', dagger: 1500, maxNewTokens: 96, rename: 0.7, slots: 'values', note: 'db-s-384-vrt trained further on 1,500 DAgger episodes (synthetic tasks) and 1,000 teacher episodes' },
   { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
   { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
 ] satisfies ZooConfig[]);
