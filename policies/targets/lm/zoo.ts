@@ -167,6 +167,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 400, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
   { name: 'alf-s-256-ecrt-da', envs: alf, ...size.s, maxLen: 256, episodes: 200, steps: 600, seed: 11, base: 'alf-s-256-ecrt', dagger: 400, note: 'alf-s-256-ecrt trained further on 400 DAgger episodes (its own states, the teacher\'s labels) and 200 teacher episodes' },
   { name: 'alf-m-256-ecrt-da', envs: alf, ...size.m, maxLen: 256, episodes: 300, steps: 1000, seed: 11, base: 'alf-m-256-ecrt', dagger: 600, note: 'alf-m-256-ecrt trained further on 600 DAgger episodes and 300 teacher episodes' },
+  { name: 'alf-s-256-ecrt-dal', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 600, lr: 1e-3, seed: 11, base: 'alf-s-256-ecrt', dagger: 400, note: 'as alf-s-256-ecrt-da with a third of the learning rate and as many teacher as DAgger episodes' },
   { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 500, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
   // DBBench: synthetic tasks over the training split's tables (dbbench/synth.ts), SQL actions need more new tokens
   { name: 'db-xs-384-a', envs: db, ...size.xs, maxLen: 384, episodes: 3000, steps: 600, seed: 1, maxNewTokens: 96, rename: 0.7 },
