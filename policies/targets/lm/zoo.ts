@@ -152,6 +152,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-s-256-ecrt-hi', envs: alf, ...size.s, maxLen: 256, episodes: 1000, steps: 1600, seed: 1, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt with 2.5× the data and 2× the steps' },
   { name: 'alf-s-256-ecrt-c', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 3, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt with seed 3' },
   { name: 'alf-s-256-ecrt-nohint', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 800, seed: 1, hintRate: 0, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt that never saw a hint' },
+  { name: 'alf-s-256-ecrt-xl', envs: alf, ...size.s, maxLen: 256, episodes: 3000, steps: 3000, seed: 1, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt with 7.5× the data and 3.75× the steps' },
   { name: 'alf-m-256-r', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1, renumber: 0.7, note: 'renumbered instances in 70 % of its episodes' },
   { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 800, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000 },
   { name: 'ws-s-256-b', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 800, seed: 2, slots: true, maxNewTokens: 32, synthGoals: 2000 },
