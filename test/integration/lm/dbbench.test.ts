@@ -19,7 +19,7 @@ const zoo: ZooConfig[] = [
   ...ZOO,
   { ...ZOO.find((z) => z.name === 'db-xs-384-a')!, name: 'db-untrained', steps: 0 },
   // value slots (and name slots), with rotary positions and token shift
-  { ...ZOO.find((z) => z.name === 'db-xs-384-a')!, name: 'db-values', slots: 'values', rope: true, tokenShift: true },
+  { ...ZOO.find((z) => z.name === 'db-xs-384-a')!, name: 'db-values', steps: 40, slots: 'values', rope: true, tokenShift: true },
 ];
 // reads and writes of the dev split
 const TASKS = taskIds('dbbench', EVAL_SPLIT.dbbench).slice(0, 3);
