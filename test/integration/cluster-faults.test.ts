@@ -9,6 +9,7 @@ import { hr1, startNode, stopAll, waitFor, type Proc } from './processes.ts';
 
 // these tests start real processes: run them one at a time
 test.serial('faults - kill -9 of a node process under load: its actors restart on other nodes, callers see ActorDiedError and succeed on retry', async (t) => {
+  t.timeout(300_000); // three node processes to start on a possibly busy machine
   const server = await NatsServer.start();
   const procs: Proc[] = [];
   const bus = await NatsBus.connect({ address: server.url });

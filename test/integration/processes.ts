@@ -35,7 +35,8 @@ export async function waitFor(p: Proc, re: RegExp, ms = 20_000): Promise<string>
 /** Start an `hr1 node` process and wait until it joined. */
 export async function startNode(address: string, cluster: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Proc> {
   const p = hr1(['node', '--address', address, '--cluster', cluster, '--module', 'test/fixtures/actors.ts', '--heartbeat', '200ms', ...extra], env);
-  await waitFor(p, /joined cluster/);
+  // a busy 2-core machine (CI, or builds beside the tests) can take half a minute to start tsx and join
+  await waitFor(p, /joined cluster/, 60_000);
   return p;
 }
 
