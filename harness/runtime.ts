@@ -596,12 +596,13 @@ class Episode {
               c.hinted++;
             } else c.clamped++;
           } else if (eff.type === 'force_action') {
-            if (pendingForce === null && forcedInARow < this.maxForced && this.usable(eff.action) && this.interventionAllowed()) {
+            const wouldForce = pendingForce === null && forcedInARow < this.maxForced && this.usable(eff.action);
+            if (wouldForce && this.interventionAllowed()) {
               pendingForce = eff.action.trim();
               c.forced++;
             } else {
               c.clamped++;
-              if (pendingForce === null && forcedInARow < this.maxForced && this.usable(eff.action)) this.interventionsClamped++;
+              if (wouldForce) this.interventionsClamped++;
             }
           }
           return 'continue';

@@ -181,14 +181,12 @@ export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]>
         const d: BcDecision = { env: o.env, taskId, messages: ctx.messages.map((m) => ({ ...m })), action: label, admissible: adm, actions: actions.slice(), labels: labels.slice() };
         out.push(rn ? { ...d, messages: d.messages.map((m) => ({ ...m, content: rn(m.content) })), action: rn(d.action), admissible: d.admissible.map(rn), actions: d.actions.map(rn), labels: d.labels.map(rn) } : d);
         const play = student ? (await student.decide(ctx)).trim() : adm.length > 0 && actions.length > 0 && erng.chance(o.noise ?? 0.15) ? erng.pick(adm) : label;
-        if (!student) mirrored = mirror.step(play);
-        else {
-          try {
-            mirrored = mirror.step(play);
-          } catch {
-            // an action the mirror cannot play (the env answers it its own way): stop recording
-            lost = true;
-          }
+        try {
+          mirrored = mirror.step(play);
+        } catch (e) {
+          // a student's action the mirror cannot play (the env answers it its own way): stop recording; the teacher's never throw
+          if (!student) throw e;
+          lost = true;
         }
         actions.push(play);
         labels.push(label);
