@@ -3,4 +3,4 @@ import { allowedNext } from '../policies/engineer/patch-lang.ts';
 import { registerGrammar } from './sampler.ts';
 
 /** `patch`: every sample decodes into a valid patch of library components. */
-registerGrammar('patch', (prefix) => allowedNext(prefix));
+registerGrammar('patch', (prefix, prompt) => allowedNext(prefix, prompt));

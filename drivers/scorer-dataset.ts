@@ -11,7 +11,7 @@ import type { Cluster } from '../cluster/client.ts';
 import { Rng } from '../cluster/rng.ts';
 import type { EpisodeCache } from './episode-cache.ts';
 import { canonicalJson, parsedPatch, patchHash, type Patch } from '../harness/index.ts';
-import { EOS_ID, PATCH_OPEN_ID, allowedNext, extractPacket, packetHash, teacherPropose, tokensToPatch, MissingEvaluationError } from '../policies/engineer/index.ts';
+import { ENGINEER_VOCAB, EOS_ID, PatchGrammar, extractPacket, packetHash, teacherPropose, tokensToPatch, MissingEvaluationError } from '../policies/engineer/index.ts';
 import { baseRecords, rewardGroup } from './reward.ts';
 import { makeBatches } from './sft-dataset.ts';
 import { envDescriptor } from '../envs/registry.ts';
@@ -101,18 +101,24 @@ export function outcomesKey(o: OutcomeOptions): string {
 }
 
 /**
- * A random walk of the component grammar: `<patch>`, then up to `maxLen` components drawn
- * uniformly from what {@link allowedNext} admits, stopping early with probability 1/4 per step.
+ * A random walk of the patch grammar (no packet names): `<patch>`, then items whose tokens are
+ * drawn uniformly from what the grammar admits; after each finished item the walk stops with
+ * probability 1/3, and after `maxItems` items it stops.
  */
-export function randomWalkPatch(rng: Rng, maxLen = 5): Patch {
-  const ids = [PATCH_OPEN_ID];
-  const len = 1 + rng.int(maxLen);
-  for (let i = 0; i < len; i++) {
-    const next = allowedNext(ids).filter((id) => id !== EOS_ID);
-    if (next.length === 0 || (i > 0 && rng.chance(0.25))) break;
-    ids.push(rng.pick(next));
+export function randomWalkPatch(rng: Rng, maxItems = 5): Patch {
+  const g = new PatchGrammar(0);
+  const starts = new Set(['<skill>', '<rule>', '<code>'].map((t) => ENGINEER_VOCAB.indexOf(t)));
+  const ids: number[] = [];
+  let items = 0;
+  for (;;) {
+    const allowed = g.allowed(ids);
+    let id: number;
+    if (allowed.includes(EOS_ID) && allowed.length > 1) id = items >= maxItems || (items > 0 && rng.chance(1 / 3)) ? EOS_ID : rng.pick(allowed.filter((x) => x !== EOS_ID));
+    else id = rng.pick(allowed);
+    ids.push(id);
+    if (starts.has(id)) items++;
+    if (id === EOS_ID) break;
   }
-  ids.push(EOS_ID);
   return tokensToPatch(ids);
 }
 

@@ -1,7 +1,8 @@
 /**
  * The cold-start SFT dataset: teacher proposals verified against the frozen target on the
- * packet's own batch (rerun, paired seeds); the executable and non-regressive ones (Δ ≥ minDelta,
- * 0 by default) are kept as JSONL rows with their provenance.
+ * packet's own batch (rerun, paired seeds); the executable ones that improved it (Δ > minDelta,
+ * 0 by default, as the paper keeps only verified-improving proposals) are kept as JSONL rows with
+ * their provenance.
  */
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -18,7 +19,7 @@ import { teacherPropose, DEFAULT_K } from '../policies/engineer/teacher.ts';
 
 /** Episodes per batch in {@link makeBatches}. @default 20 */
 export const DEFAULT_BATCH_SIZE = 20;
-/** Smallest Δ a kept proposal has: non-regressive. @default 0 */
+/** A kept proposal's Δ is above it: only proposals that improved their batch. @default 0 */
 export const DEFAULT_MIN_DELTA = 0;
 export const SFT_ROW_KIND = 'hr1-sft/1';
 
@@ -161,7 +162,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
       if (!r.valid) continue;
       valid++;
       sumValid += r.delta;
-      if (r.delta < minDelta) continue;
+      if (!(r.delta > minDelta)) continue;
       rows.push({
         kind: SFT_ROW_KIND,
         env: o.env,

@@ -22,7 +22,7 @@ import { extractPacket } from '../policies/engineer/index.ts';
 import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson } from '../harness/index.ts';
 import { ValueModel, rankCandidates } from '../policies/scorer/index.ts';
-import { BOS_ID, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PAD_ID, engineerPromptTokens, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
+import { BOS_ID, DEFAULT_PROMPT_TOKENS, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PAD_ID, engineerPromptTokens, packetNames, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 
 export const TrainConfigSchema = z
   .object({
@@ -32,7 +32,7 @@ export const TrainConfigSchema = z
     /** tasks per batch B (the reference used 10) */
     batchSize: z.number().int().min(2).max(200).default(10),
     split: z.string().optional(),
-    model: z.object({ dModel: z.number().int().positive().default(128), nLayers: z.number().int().positive().default(2), nHeads: z.number().int().positive().default(4), maxLen: z.number().int().min(64).default(256) }).strict().default({ dModel: 128, nLayers: 2, nHeads: 4, maxLen: 256 }),
+    model: z.object({ dModel: z.number().int().positive().default(128), nLayers: z.number().int().positive().default(2), nHeads: z.number().int().positive().default(4), maxLen: z.number().int().min(DEFAULT_PROMPT_TOKENS + MAX_COMPLETION_TOKENS, { error: () => `must be at least ${DEFAULT_PROMPT_TOKENS + MAX_COMPLETION_TOKENS}: the packet's ${DEFAULT_PROMPT_TOKENS} prompt tokens and a ${MAX_COMPLETION_TOKENS}-token patch` }).default(768) }).strict().default({ dModel: 128, nLayers: 2, nHeads: 4, maxLen: 768 }),
     sft: z
       .object({
         batches: z.number().int().min(1).default(8),
@@ -178,8 +178,8 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     const t0 = performance.now();
     const batches = makeBatches(cfg.env, { count: cfg.sft.batches, size: cfg.batchSize, split, seed: cfg.seed });
     const ds = await buildSftDataset({ cluster, env: cfg.env, target: cfg.target, batches, k: cfg.sft.k, minDelta: cfg.sft.minDelta, teacherSeed: cfg.seed, out: join(out, 'sft.jsonl'), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
-    const pairs = ds.rows.map((r) => ({ prompt: engineerPromptTokens(r.packet), completion: patchToTokens(r.patch) })).filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
-    log(`  sft data: ${ds.rows.length} rows kept (${pairs.length} in the component language), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const pairs = ds.rows.map((r) => ({ prompt: engineerPromptTokens(r.packet), completion: patchToTokens(r.patch, packetNames(r.packet)) })).filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
+    log(`  sft data: ${ds.rows.length} rows kept (${pairs.length} in the patch grammar), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     // 2. the learner and a sampler
     const learner = await cluster.spawn(Learner.options({ maxRestarts: 2 }), {
       ...(resume ? { resume: resume.checkpoint } : {}),
@@ -233,13 +233,14 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         continue;
       }
       const prompt = engineerPromptTokens(packet);
+      const names = packetNames(packet);
       const tS = performance.now();
       const sampled = await sampler.sample({ prompts: [prompt], k: validator ? 2 * cfg.grpo.k : cfg.grpo.k, temperature: cfg.grpo.temperature, topP: cfg.grpo.topP, maxNewTokens: MAX_COMPLETION_TOKENS, seed: cfg.seed * 100_003 + it });
       const msSampling = performance.now() - tS;
       const decodeAll = (cs: { ids: number[] }[]) =>
         cs.map((c) => {
           try {
-            return tokensToPatch(c.ids);
+            return tokensToPatch(c.ids, names);
           } catch {
             return { rules: [{ hook: 'invalid' }] };
           }

@@ -7,7 +7,8 @@ import { HarnessError } from './errors.ts';
 import { parsePatch, type Patch, type PatchIssue } from './schema.ts';
 
 /** bumped when the runtime's semantics change; part of every episode key */
-export const HARNESS_RUNTIME_VERSION = 'hr1-harness/2';
+// 3: WebShop's goal is the instruction (it was the session name), which hooks read as ctx.task.goal
+export const HARNESS_RUNTIME_VERSION = 'hr1-harness/3';
 
 /** JSON with keys sorted at every level and no whitespace; undefined fields dropped */
 export function canonicalJson(x: unknown): string {

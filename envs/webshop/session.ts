@@ -1,5 +1,5 @@
 /** WebShop as a harness env: one session per episode over the pure text-mode step function. */
-import { expert, loadWebshop, reset, step, type ProtocolName, type WebshopEnv, type WebshopState } from './index.ts';
+import { expert, goalOf, loadWebshop, reset, step, type ProtocolName, type WebshopEnv, type WebshopState } from './index.ts';
 import { EnvError } from '../contract.ts';
 import type { EnvFactory, EnvFeedback, EnvSession, EnvStart, ParsedAction } from '../contract.ts';
 
@@ -43,7 +43,8 @@ class WebshopSession implements EnvSession {
         { role: 'user', content: r.observation },
       ],
       observation: r.observation,
-      goal: r.info.goal,
+      // the instruction (what the agent is asked), not the session name `fixed_<index>`
+      goal: goalOf(this.ws, r.info.goal).instruction,
       taskType: 'shop',
       admissible: r.info.clickables.map((c) => `click[${c}]`),
     });

@@ -278,13 +278,14 @@ const packetCmd = program.command('packet').description('failure packets: what t
 addClusterOptions(
   packetCmd
     .command('show')
-    .description('roll a target out on a batch and print the failure packet (text, or tokens with --tokens)')
+    .description('roll a target out on a batch and print the failure packet (text; tokens with --tokens; JSON with --json)')
     .addOption(envOption().default('alfworld'))
     .option('--target <spec>', 'target', 'sim/llama-3b')
     .option('--split <name>', 'task split')
     .option('--tasks <n>', 'tasks in the batch', parsePositiveInt('--tasks'), 10)
     .option('--seed <n>', 'batch seed', parseIntOpt('--seed', { min: 0 }), 0)
-    .option('--tokens', 'print the built-in engineer\'s prompt tokens instead of the text'),
+    .option('--tokens', 'print the built-in engineer\'s prompt tokens instead of the text')
+    .option('--json', 'print the packet as JSON'),
   { defaultInProcess: true },
 ).action(async (o) => {
   const { packetShow } = await import('../commands/packet.ts');

@@ -10,6 +10,8 @@ export interface PacketShowOptions extends Partial<ClusterCliOptions> {
   seed: number;
   /** print the built-in engineer's prompt tokens instead of the text */
   tokens?: boolean | undefined;
+  /** print the packet as JSON (what `parsePacket` reads) */
+  json?: boolean | undefined;
 }
 
 /** In-process without --address (as before the cluster options existed). */
@@ -24,6 +26,7 @@ export async function packetShow(o: PacketShowOptions): Promise<void> {
       const r = await rollout(rt.cluster, { env: o.env, target: o.target, episodes: batch! }, { cache: null });
       const p = eng.extractPacket(r.records);
       if (o.tokens) console.log(JSON.stringify(eng.engineerPromptTokens(p)));
+      else if (o.json) console.log(JSON.stringify(p));
       else console.log(eng.formatPacket(p));
       process.stderr.write(`packet ${eng.packetHash(p).slice(0, 16)}… of ${o.target}${o.target.startsWith('sim/') ? ' (SIMULATED)' : ''} on ${batch!.length} ${o.env} tasks\n`);
     },

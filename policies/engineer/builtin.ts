@@ -7,7 +7,7 @@ import { OnnxEngineer } from '../../learner/onnx.ts';
 import type { Patch } from '../../harness/index.ts';
 import { EngineerError } from './errors.ts';
 import type { Packet } from './packet.ts';
-import { EOS_ID, MAX_COMPLETION_TOKENS, allowedNext, engineerPromptTokens, tokensToPatch } from './patch-lang.ts';
+import { EOS_ID, MAX_COMPLETION_TOKENS, allowedNext, engineerPromptTokens, packetNames, tokensToPatch } from './patch-lang.ts';
 
 export interface BuiltinEngineer {
   readonly name: string;
@@ -27,7 +27,7 @@ export function loadBuiltinEngineer(path: string, opts: { maxLen?: number; name?
     } catch (e) {
       throw new EngineerError('ENGINEER_BAD_OPTION', `no engineer model at ${path} (${(e as Error).message}); train one with hr1 train, which writes engineer.onnx into its run folder`, { field: 'engineer' });
     }
-    eng = OnnxEngineer.fromBytes(bytes, { eosId: EOS_ID, maxLen: opts.maxLen ?? 256 });
+    eng = OnnxEngineer.fromBytes(bytes, { eosId: EOS_ID, maxLen: opts.maxLen ?? 768 });
     cache.set(path, eng);
   }
   const ready = eng;
@@ -36,8 +36,10 @@ export function loadBuiltinEngineer(path: string, opts: { maxLen?: number; name?
     async propose(p, o = {}) {
       const e = await ready;
       const temperature = o.temperature ?? 0;
-      const [group] = await e.sample([engineerPromptTokens(p)], { k: temperature === 0 ? 1 : (o.k ?? 8), temperature, topP: o.topP ?? 0.95, maxNewTokens: MAX_COMPLETION_TOKENS, seed: o.seed ?? 0, constraint: (prefix) => allowedNext(prefix) });
-      return group!.map((c) => tokensToPatch(c.ids));
+      const prompt = engineerPromptTokens(p);
+      const names = packetNames(p);
+      const [group] = await e.sample([prompt], { k: temperature === 0 ? 1 : (o.k ?? 8), temperature, topP: o.topP ?? 0.95, maxNewTokens: MAX_COMPLETION_TOKENS, seed: o.seed ?? 0, constraint: (prefix) => allowedNext(prefix, prompt) });
+      return group!.map((c) => tokensToPatch(c.ids, names));
     },
   };
 }

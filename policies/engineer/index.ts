@@ -53,7 +53,30 @@ export {
   UNK_ID,
   DEFAULT_MAX_PACKET_TOKENS,
 } from './tokens.ts';
-export { teacherPropose, diagnose, DEFAULT_K, type Finding, type Proposal } from './teacher.ts';
+export { teacherPropose, diagnose, componentsFor, DEFAULT_K, FINDING_KINDS, type Finding, type Proposal } from './teacher.ts';
 export { OpenAIEngineer, openAIEngineerFromSpec, parseEngineerReply, engineerPrompt, PATCH_CONTRACT, type LlmCandidate, type OpenAIEngineerOptions } from './openai.ts';
-export { LIBRARY, ENGINEER_VOCAB_SIZE, PATCH_OPEN_ID, COMPONENT_BASE_ID, MAX_COMPONENTS, MAX_COMPLETION_TOKENS, allowedNext, patchToTokens, tokensToPatch, engineerPromptTokens, type LibraryItem } from './patch-lang.ts';
+export {
+  ENGINEER_VOCAB,
+  ENGINEER_VOCAB_SIZE,
+  PATCH_OPEN_ID,
+  MAX_COMPLETION_TOKENS,
+  DEFAULT_PROMPT_TOKENS,
+  STRUCTURE_TOKENS,
+  PHRASES,
+  NAMES,
+  NOTE_KEYS,
+  STRING_PATHS,
+  NUMBER_PATHS,
+  ARRAY_PATHS,
+  TEMPLATE_PATHS,
+  PatchGrammar,
+  allowedNext,
+  patchToTokens,
+  tokensToPatch,
+  engineerPromptTokens,
+  engineerToken,
+  packetNames,
+  promptRefs,
+} from './patch-lang.ts';
+export { BLOCKS, BLOCK_INDEX, composeSource, parseComposed, checkBlocks, type Block, type BlockUse, type BlockParam } from './blocks.ts';
 export { loadBuiltinEngineer, type BuiltinEngineer } from './builtin.ts';

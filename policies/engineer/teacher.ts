@@ -1,23 +1,38 @@
 /**
- * The teacher: the "prompted editor" baseline. It reads a packet, and only the packet (it never
- * runs the target), and writes patches the way a prompted frontier editor reasons from the
- * signals: name the failure, then pick a mechanism (a typed rule, a code hook, a skill) and a
- * phrasing. Deterministic given (packet, seed); different seeds give different proposals.
+ * The teacher: the "prompted editor" baseline and the source of the cold-start SFT data. It reads
+ * a packet, and only the packet (it never runs the target): the signals, and the episodes
+ * themselves — the objects and places an action named that no observation showed, the place
+ * visited again, the table or column an SQL error names, the purchase made without choosing an
+ * option, the empty answer. For each failure it knows several mechanisms across the whole patch
+ * language (skills that name what the packet saw, typed rules with condition trees over ctx
+ * paths and every effect, code hooks composed from the blocks of blocks.ts with parameters), and
+ * a seed picks a style, mechanisms, phrasings and parameters. Every proposal is a sentence of
+ * the engineer's grammar (patch-lang.ts) for the packet's names (tested).
+ * Deterministic given (packet, seed); different seeds give different proposals.
  */
 import { ENV_NAMES, type EnvName } from '../../envs/registry.ts';
 import { Rng, hashString } from '../../cluster/rng.ts';
-import { patchHash, toPatch, type CodeHook, type Patch, type Rule } from '../../harness/index.ts';
-import { packetHash, type Packet } from './packet.ts';
+import { patchHash, toPatch, type CodeHook, type Cond, type HookName, type Patch, type Rule } from '../../harness/index.ts';
+import { BLOCK_INDEX, composeSource, type BlockUse } from './blocks.ts';
+import { packetHash, type Packet, type PacketEpisode } from './packet.ts';
+import { packetNames } from './patch-lang.ts';
 
 /** Proposals per packet. @default 4 */
 export const DEFAULT_K = 4;
 
+export const FINDING_KINDS = [
+  'loop', 'noop', 'invalid_format', 'sql_error', 'invalid_click', 'step_limit', 'early_finish', 'revisit',
+  'hallucinated', 'missing_table', 'unknown_column', 'empty_answer', 'no_options',
+] as const;
+
 /** A failure the teacher reads off a packet, with how many shown episodes show it. */
 export interface Finding {
-  kind: 'loop' | 'noop' | 'invalid_format' | 'sql_error' | 'invalid_click' | 'step_limit' | 'early_finish' | 'revisit';
+  kind: (typeof FINDING_KINDS)[number];
   episodes: number;
   /** one line of evidence, quoted from the packet */
   evidence: string;
+  /** names the packet showed for it (a hallucinated object, a missing table, an unknown column) */
+  names?: string[];
 }
 
 /** One candidate patch with the reasoning behind it. */
@@ -30,12 +45,28 @@ export interface Proposal {
   rationale: string[];
 }
 
+const ALF_ACTION_NAME = /(?:^|\b(?:to|take|from|in|on|open|close|examine|use|heat|cool|clean|with|put|toggle)\s)([a-z]+ \d+)/g;
+
+/** names an ALFWorld episode's actions used that none of its observations mentions, with a no-op */
+function hallucinatedNames(e: PacketEpisode): string[] {
+  const seen = e.excerpt.map((l) => l.observation.toLowerCase()).join(' ');
+  const out: string[] = [];
+  for (const l of e.excerpt) {
+    if (!l.flags.includes('N')) continue;
+    for (const m of l.action.matchAll(ALF_ACTION_NAME)) {
+      const n = m[1]!;
+      if (!seen.includes(n) && !out.includes(n)) out.push(n);
+    }
+  }
+  return out;
+}
+
 /** Read the failures off a packet, most widespread first (ties by kind). */
 export function diagnose(p: Packet): Finding[] {
   const eps = p.episodes;
   const out: Finding[] = [];
-  const add = (kind: Finding['kind'], n: number, evidence: string): void => {
-    if (n > 0) out.push({ kind, episodes: n, evidence });
+  const add = (kind: Finding['kind'], n: number, evidence: string, names?: string[]): void => {
+    if (n > 0) out.push({ kind, episodes: n, evidence, ...(names && names.length ? { names: names.slice(0, 6) } : {}) });
   };
   const loops = eps.filter((e) => e.signals.longestRun >= 3);
   const top = loops.flatMap((e) => e.signals.repeatedActions.slice(0, 1)).sort((a, b) => b.count - a.count)[0];
@@ -45,14 +76,26 @@ export function diagnose(p: Packet): Finding[] {
   add('sql_error', eps.filter((e) => e.signals.sqlErrors > 0).length, `${p.totals.sqlErrors.count} SQL errors`);
   add('invalid_click', eps.filter((e) => e.signals.invalidClicks > 0).length, `${p.totals.invalidClicks.count} invalid clicks`);
   add('step_limit', eps.filter((e) => e.status === 'step_limit').length, `${p.totals.stepLimit.episodes} episodes hit the step limit`);
-  // failures that end quickly without an error: the agent finished (answered, placed, bought) too soon
   add('early_finish', eps.filter((e) => e.status === 'failed' && e.steps <= 3 && e.signals.sqlErrors === 0 && e.signals.invalidFormats === 0).length, 'failed episodes that ended within 3 steps');
-  // the same place visited again, not consecutively: lost track of what it saw
   const revisits = eps.filter((e) => {
     const go = e.excerpt.filter((l) => /^go to /.test(l.action)).map((l) => l.action);
     return go.length !== new Set(go).size;
   });
-  add('revisit', revisits.length, 'places visited again after leaving them');
+  const placeAgain = revisits.flatMap((e) => {
+    const go = e.excerpt.filter((l) => /^go to /.test(l.action)).map((l) => l.action.slice(6));
+    return go.filter((x, i) => go.indexOf(x) !== i);
+  });
+  add('revisit', revisits.length, 'places visited again after leaving them', [...new Set(placeAgain)]);
+  // what the excerpts themselves show
+  const hall = eps.map(hallucinatedNames);
+  add('hallucinated', hall.filter((h) => h.length > 0).length, `actions named ${[...new Set(hall.flat())].slice(0, 4).join(', ')}, which no observation showed`, [...new Set(hall.flat())]);
+  const errs = (re: RegExp) => eps.map((e) => e.excerpt.flatMap((l) => [...l.observation.matchAll(re)].map((m) => m[1]!.split('.').pop()!)));
+  const tables = errs(/Table '([^']+)' doesn't exist/gi);
+  add('missing_table', tables.filter((x) => x.length).length, `tables that do not exist: ${[...new Set(tables.flat())].join(', ')}`, [...new Set(tables.flat())]);
+  const cols = errs(/Unknown column '([^']+)'/gi);
+  add('unknown_column', cols.filter((x) => x.length).length, `columns that do not exist: ${[...new Set(cols.flat())].join(', ')}`, [...new Set(cols.flat())]);
+  add('empty_answer', eps.filter((e) => e.excerpt.some((l) => /Final Answer:\s*\[\s*\]/.test(l.action))).length, 'answers that were an empty list');
+  add('no_options', eps.filter((e) => e.excerpt.some((l) => l.action === 'click[buy now]') && !e.excerpt.some((l) => /^click\[/.test(l.action) && !/^click\[(buy now|<product|back to search|next|prev|description|features|reviews|attributes)/i.test(l.action))).length, 'purchases made without choosing an option');
   return out.sort((a, b) => b.episodes - a.episodes || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
 }
 
@@ -73,143 +116,111 @@ function envOf(p: Packet): Env {
   return (ENV_NAMES as readonly string[]).includes(p.env) ? (p.env as EnvName) : 'other';
 }
 
-const LOOP_BLOCK = [
-  "You just did '{{proposed.action}}' and it did not change anything. Do not repeat the same action; try a different one.",
-  "'{{proposed.action}}' is the same action as last step. You seem stuck in a loop: choose a different action that makes progress.",
-  'Repeating the last action will not help. Pick something different that moves you toward the goal.',
-];
-const LOOP_SKILL = [
-  'Never repeat the same action more than twice in a row. If an action did not change the situation, try a different action.',
-  'If you notice you are stuck doing the same thing, stop and try something different: another location, another object, or another command.',
-  'Avoid loops: before acting, check whether you already tried this exact action; if so, choose a different one.',
-];
-const NOOP_HINT = [
-  "'{{last.action}}' did nothing. If nothing happens, the action was not valid here: check the exact object names and numbers you can see, and try a different action.",
-  'Nothing happened, so that action did not work. Use only valid actions with the exact names from the observation.',
-  'That had no effect. When nothing happens, do not try the same action again; read the last observation and pick an available action.',
-];
-const STEP_HINT = [
-  'Only a few steps are left. Finish the task now: do the remaining steps directly, without exploring.',
-  'You are close to the step limit. Stop searching and complete the goal with the fewest actions.',
-];
-const FORMAT_SKILL: Record<Env, string[]> = {
-  alfworld: [
-    'Output format: respond with exactly one action and nothing else, e.g. "go to cabinet 1" or "take apple 1 from countertop 2". Do not explain your reasoning in the reply.',
-    'Always reply with one action in the command format (verb object number, e.g. "open drawer 3"). Keep your answer short: no sentences, no plans.',
-  ],
-  dbbench: [
-    'Format: every reply must end with either "Action: Operation" followed by one ```sql block, or "Action: Answer" followed by "Final Answer: [...]". Keep it short.',
-    'Respond with exactly one action per turn in the required format: "Action: Operation" and a ```sql code block to run a query, or "Action: Answer" with "Final Answer: [...]".',
-  ],
-  webshop: [
-    'Respond with exactly one action per turn, in the format search[keywords] or click[button text]. Keep your answer short.',
-    'Output format: one action only, either search[...] or click[...], with no explanation.',
-  ],
-  other: ['Respond with exactly one action per turn, in the format the task asks for. Keep your answer short.'],
-};
-const FORMAT_HINT = ['Your last reply was not in the required format. Respond with exactly one action in the required format.', 'Format check: reply with one action only, in the format of the instructions.'];
-const SQL_SKILL = [
-  'Before writing SQL, check the table and column names against the headers given in the task; wrap names with spaces in backticks and quote string values with single quotes.',
-  'SQL checklist: use the exact table name from the task (in backticks), quote text values with single quotes, and check column names before you run the query.',
-];
-const SQL_HINT = [
-  'The query failed. Read the error message and fix the query (check the table name, the column names and the quoting) before trying again.',
-  'That was an SQL error: fix the query. If the table does not exist, use the exact table name from the task in backticks; quote string values.',
-];
-const CLICK_HINT = ['That click did nothing: only click buttons shown on the current page, using their exact text.', 'Invalid click. Use only the available actions on this page (their exact text), or go back and search again.'];
-const EARLY_SKILL: Record<Env, string[]> = {
-  alfworld: ['Check that every part of the goal is done (find, take, clean/heat/cool if asked, then put) before you put the object down.', 'Do not put the object down before you have done every step the goal asks for; verify the goal first.'],
-  dbbench: ['Do not answer until you have run a query that gives the answer: query first, verify the result, then answer.', 'Before answering, run a SELECT to verify the result; do not guess.'],
-  webshop: ['Before buying, verify the product matches every requirement: select the options (size, color) first, then buy.', 'Do not buy until you have chosen the options the instruction asks for and checked the price.'],
-  other: ['Verify that the task is complete before you finish.'],
-};
-const REVISIT_SKILL = [
-  'Keep track of the places you already checked and do not go back to them unless you left something there.',
-  'Remember what you have already looked at: do not return to a location you already searched.',
-];
-
-function pick<T>(rng: Rng, xs: readonly T[]): T {
-  return rng.pick(xs);
+function code(rng: Rng, name: string, hook: HookName, blocks: [string, ...(number | 'r')[]][]): CodeHook {
+  const uses: BlockUse[] = blocks.map(([id, ...ps]) => {
+    const b = BLOCK_INDEX.get(id)!;
+    return { id, params: b.params.map((p, j) => (ps[j] === 'r' || ps[j] === undefined ? rng.int(p.choices.length) : (ps[j] as number))) };
+  });
+  return { name, hook, source: composeSource(hook, uses) };
 }
 
-const LOOP_CODE = `function hook(ctx, nb) {
-  var h = ctx.history, n = h.length;
-  if (n < 2) return null;
-  var a = h[n - 1].action, runs = 1;
-  for (var i = n - 2; i >= 0 && h[i].action === a; i--) runs++;
-  if (runs < 2) return null;
-  nb.loops = (nb.loops || 0) + 1;
-  return 'You repeated "' + a + '" ' + runs + ' times. Try something different.';
-}`;
+function rule(name: string | undefined, hook: HookName, when: Cond | undefined, effect: Rule['effect']): Rule {
+  return { ...(name ? { name } : {}), hook, ...(when ? { when } : {}), effect } as Rule;
+}
 
-const NOOP_CODE = `function hook(ctx, nb) {
-  if (!ctx.pred.nothingHappens || !ctx.last) return null;
-  nb.failed = nb.failed || [];
-  if (nb.failed.indexOf(ctx.last.action) < 0) nb.failed.push(ctx.last.action);
-  if (nb.failed.length > 8) nb.failed.shift();
-  return 'Nothing happens means the action was not valid. Actions that did not work so far: ' + nb.failed.join('; ') + '. Try a different action.';
-}`;
-
-const REVISIT_CODE = `function hook(ctx, nb) {
-  nb.visited = nb.visited || [];
-  var a = ctx.last ? ctx.last.action : '';
-  if (a.indexOf('go to ') === 0 && nb.visited.indexOf(a.slice(6)) < 0) nb.visited.push(a.slice(6));
-  if (nb.visited.length < 2) return null;
-  return 'You already checked: ' + nb.visited.slice(-10).join(', ') + '. Do not go back there; remember what you found.';
-}`;
-
-const STEP_CODE = `function hook(ctx, nb) {
-  var left = ctx.limits.stepsLeft;
-  if (left === Math.floor(ctx.limits.maxSteps / 2)) return 'Half of your steps are used. Focus: finish the task with the fewest actions.';
-  if (ctx.pred.stepLimitNear) return 'Only ' + left + ' steps are left: finish the task now.';
-  return null;
-}`;
-
-/** The components a finding suggests, for one env. Each call draws one phrasing per component. */
+/** The components a finding suggests, for one env. Each call draws phrasings and parameters. */
 export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
+  const pick = <T>(xs: readonly T[]): T => rng.pick(xs);
+  const name = f.names?.[0];
   switch (f.kind) {
-    case 'loop':
+    case 'hallucinated':
       return [
-        { rule: { name: 'no-repeat', hook: 'preAction', when: { pred: 'proposedRepeatsLast' }, effect: { type: 'block_and_prompt', message: pick(rng, LOOP_BLOCK) } }, why: `loop (${f.evidence}): block a proposal that repeats the last action` },
-        { skill: pick(rng, LOOP_SKILL), why: 'loop: a skill against repeating actions' },
-        { rule: { name: 'loop-hint', hook: 'preDecision', when: { pred: 'repeatedAction' }, effect: { type: 'hint', message: 'You repeated the same action; you are stuck in a loop. Try something different.' } }, why: 'loop: a hint before deciding, after a repeat' },
-        { code: { name: 'loop-counter', hook: 'preDecision', source: LOOP_CODE }, why: 'loop: count the run of the last action and name it in a hint' },
+        { code: code(rng, 'closest', 'preAction', [['closest_admissible', 'r']]), why: `hallucinated names (${f.evidence}): rewrite an impossible action to the closest admissible one` },
+        { rule: rule('inadmissible', 'preAction', { pred: 'proposedInadmissible' }, { type: 'block_and_prompt', message: pick(["'{{proposed.action}}' is not possible here. Only choose from the admissible actions, with the exact object names and numbers.", "'{{proposed.action}}' is not a valid action here. Use only the places and objects you have seen."]) }), why: 'hallucinated names: ask again when the proposal is not admissible' },
+        ...(name ? [{ skill: `There is no ${name} in this room. Use only the places and objects you have seen.`, why: `hallucinated names: name the one the packet saw (${name})` }] : []),
+        ...(name ? [{ rule: rule('guard', 'preAction', { all: [{ pred: 'proposedInadmissible' }, { path: 'proposed.action', contains: name }] }, { type: 'block_and_prompt', message: `There is no ${name} in this room. Use the exact names from the observation.` }), why: `hallucinated names: block actions on ${name}` }] : []),
+        { code: code(rng, 'failed-actions', 'preAction', [['track_failed', 'r'], ['block_failed', 'r']]), why: 'hallucinated names: remember what did nothing and block it' },
       ];
     case 'noop':
       return [
-        { rule: { name: 'nothing-happens', hook: 'postFeedback', when: { pred: 'nothingHappens' }, effect: { type: 'inject_hint', message: pick(rng, NOOP_HINT) } }, why: `no-op observations (${f.evidence}): explain right after a "Nothing happens."` },
-        { code: { name: 'failed-actions', hook: 'postFeedback', source: NOOP_CODE }, why: 'no-op observations: remember actions that did nothing and list them' },
-        { rule: { name: 'inadmissible', hook: 'preAction', when: { pred: 'proposedInadmissible' }, effect: { type: 'block_and_prompt', message: "'{{proposed.action}}' is not a valid action here. Only choose from the admissible actions, with the exact object numbers." } }, why: 'no-op observations: block actions that are not admissible' },
-        ...(env === 'alfworld' ? [{ skill: 'Go to a receptacle before you interact with it, and open it first if it is closed. Use the exact object names and numbers you see.', why: 'no-op observations: preconditions of ALFWorld actions' }] : []),
+        { rule: rule('nothing-happens', 'postFeedback', { pred: 'nothingHappens' }, { type: 'inject_hint', message: pick(['Nothing happens means the action was not valid. Try a different action.', "'{{last.action}}' did nothing last time; Choose a different action.", 'Nothing happens means the action was not valid. Use the exact names from the observation.']) }), why: `no-op observations (${f.evidence}): explain right after a "Nothing happens."` },
+        { code: code(rng, 'failed-actions', 'postFeedback', [['track_failed', 'r'], ['hint_failed', 'r']]), why: 'no-op observations: remember actions that did nothing and list them' },
+        { code: code(rng, 'fix', 'preAction', [['track_failed', 'r'], ['escape_loop', 'r']]), why: 'no-op observations: after repeated no-ops, play an admissible action that has not failed' },
+        ...(env === 'alfworld' ? [{ skill: 'Go to a receptacle before you interact with it, and open it first if it is closed.', why: 'no-op observations: preconditions of ALFWorld actions' }] : []),
+        ...(env === 'alfworld' ? [{ rule: rule('inadmissible', 'preAction', { all: [{ pred: 'proposedInadmissible' }, { path: 'proposed.action', matches: '^go to' }] }, { type: 'block_and_prompt', message: "There is no such place. Only choose from the admissible actions, with the exact object names and numbers." }), why: 'no-op observations: a `go to` that is not admissible is asked again' }] : []),
       ];
-    case 'invalid_format':
+    case 'loop':
       return [
-        { skill: pick(rng, FORMAT_SKILL[env]), why: `invalid formats (${f.evidence}): state the output format` },
-        { rule: { name: 'format-hint', hook: 'preDecision', when: { pred: 'invalidFormat' }, effect: { type: 'hint', message: pick(rng, FORMAT_HINT) } }, why: 'invalid formats: remind after a reply that did not parse' },
-        { rule: { name: 'format-block', hook: 'preAction', when: { pred: 'invalidFormat' }, effect: { type: 'block_and_prompt', message: pick(rng, FORMAT_HINT) } }, why: 'invalid formats: ask again instead of executing an unparsable reply' },
+        { rule: rule('no-repeat', 'preAction', { all: [{ pred: 'proposedRepeatsLast' }, { pred: 'nothingHappens' }] }, { type: 'block_and_prompt', message: pick(["'{{proposed.action}}' did nothing last time; Try a different action.", 'Repeating the last action will not help. Choose a different action.']) }), why: `loop (${f.evidence}): block a repeat of an action that did nothing` },
+        { code: code(rng, 'no-repeat', 'preAction', [['block_repeat', 'r']]), why: 'loop: block a run of identical actions' },
+        { code: code(rng, 'loop-counter', 'preDecision', [['loop_hint', 'r']]), why: 'loop: name the run of the last action in a hint' },
+        { skill: pick(['Do not repeat the same action. If an action did not change anything, choose another one.', 'You seem stuck in a loop: Do not repeat the same action.']), why: 'loop: a skill against repeating actions' },
+        { rule: rule('loop-hint', 'preDecision', { pred: 'repeatedAction' }, { type: 'hint', message: "You repeated '{{last.action}}'. Try a different action." }), why: 'loop: a hint before deciding, after a repeat' },
       ];
-    case 'sql_error':
+    case 'revisit':
       return [
-        { skill: pick(rng, SQL_SKILL), why: `SQL errors (${f.evidence}): quoting and names` },
-        { rule: { name: 'sql-error', hook: 'postFeedback', when: { pred: 'sqlError' }, effect: { type: 'inject_hint', message: pick(rng, SQL_HINT) } }, why: 'SQL errors: read the error and fix the query' },
-        { rule: { name: 'no-table', hook: 'postFeedback', when: { path: 'observation', matches: "^1146 |doesn't exist", flags: 'i' }, effect: { type: 'inject_hint', message: 'That table does not exist. Use the exact table name given in the task, in backticks.' } }, why: 'SQL errors: a missing table names the fix' },
-      ];
-    case 'invalid_click':
-      return [
-        { rule: { name: 'bad-click', hook: 'postFeedback', when: { pred: 'nothingHappens' }, effect: { type: 'inject_hint', message: pick(rng, CLICK_HINT) } }, why: `invalid clicks (${f.evidence})` },
-        { rule: { name: 'click-block', hook: 'preAction', when: { pred: 'proposedInadmissible' }, effect: { type: 'block_and_prompt', message: "'{{proposed.action}}' is not on this page. Only use the available actions." } }, why: 'invalid clicks: block clicks that are not on the page' },
+        { code: code(rng, 'visited', 'preDecision', [['track_visited', 'r'], ['hint_visited', 'r']]), why: `revisits (${f.evidence}): a notebook of visited places, shown as a hint` },
+        { code: code(rng, 'notes', 'preDecision', [['track_held'], ['track_visited', 'r'], ['track_failed', 'r'], ['notes', 'r']]), why: 'revisits: one compact notes line (held, checked, failed) each decision' },
+        ...(env === 'alfworld' ? [{ code: code(rng, 'visited', 'preDecision', [['track_room'], ['track_visited', 'r'], ['suggest_unvisited', 'r']]), why: 'revisits: suggest places of the room not checked yet' }] : []),
+        { skill: 'Keep track of the places you already checked and do not go back to them.', why: 'revisits: keep track of visited places' },
+        ...(name ? [{ rule: rule('visited', 'preAction', { all: [{ path: 'proposed.action', equals: `go to ${name}` }, { path: 'nb.visited', contains: name }] }, { type: 'block_and_prompt', message: `You already checked ${name}. Choose a different action.` }), why: `revisits: ${name} was visited again in the packet` }] : []),
       ];
     case 'step_limit':
       return [
-        { rule: { name: 'steps-left', hook: 'preDecision', when: { pred: 'stepLimitNear' }, effect: { type: 'hint', message: pick(rng, STEP_HINT) } }, why: `step limit (${f.evidence}): warn when few steps are left` },
-        { code: { name: 'step-budget', hook: 'preDecision', source: STEP_CODE }, why: 'step limit: a halfway and a final warning' },
+        { rule: rule('steps-left', 'preDecision', { pred: 'stepLimitNear' }, { type: 'hint', message: pick(['Only a few steps are left. Finish the task now.', 'Only a few steps are left. Stop searching and complete the goal with the fewest actions.']) }), why: `step limit (${f.evidence}): warn when few steps are left` },
+        { code: code(rng, 'step-budget', 'preDecision', [['steps_hint', 'r']]), why: 'step limit: warn at a fraction of the budget' },
+        { rule: rule('steps-left', 'preDecision', { path: 'limits.stepsLeft', lte: pick([5, 8, 10]) }, { type: 'hint', message: 'Only {{limits.stepsLeft}} steps are left. Finish the task now.' }), why: 'step limit: a countdown hint' },
+        ...(env === 'alfworld' ? [{ code: code(rng, 'held', 'preDecision', [['track_held'], ['hint_held']]), why: 'step limit: say what is held, so the agent goes to put it' }] : []),
+        { code: code(rng, 'loop-counter', 'preDecision', [['goal_reminder', 'r']]), why: 'step limit: the goal again every few steps' },
+      ];
+    case 'invalid_format':
+      return [
+        { skill: env === 'dbbench' ? 'Respond with exactly one action in the required format. Action: Operation with one sql block, or Action: Answer with Final Answer: [...].' : 'Respond with exactly one action and nothing else.', why: `invalid formats (${f.evidence}): state the output format` },
+        { rule: rule('format-hint', 'preDecision', { pred: 'invalidFormat' }, { type: 'hint', message: 'Your last reply was not in the required format. Respond with exactly one action in the required format.' }), why: 'invalid formats: remind after a reply that did not parse' },
+        { rule: rule('format-block', 'preAction', { pred: 'invalidFormat' }, { type: 'block_and_prompt', message: 'Respond with exactly one action in the required format.' }), why: 'invalid formats: ask again instead of executing an unparsable reply' },
+        { rule: rule(undefined, 'init', undefined, { type: 'tool_hint', text: 'Respond with exactly one action and nothing else.' }), why: 'invalid formats: a tool hint at the start' },
+      ];
+    case 'sql_error':
+      return [
+        { code: code(rng, 'sql-error', 'postFeedback', [['sql_explain']]), why: `SQL errors (${f.evidence}): explain the error with the task's table and headers` },
+        { skill: 'Before writing SQL, check the table and column names against the headers given in the task; wrap names with spaces in backticks and quote string values with single quotes.', why: 'SQL errors: quoting and names' },
+        { rule: rule('sql-error', 'postFeedback', { pred: 'sqlError' }, { type: 'inject_hint', message: pick(['The query failed. Read the error message and fix the query.', 'The query failed: {{observation}}. Read the error message and fix the query.']) }), why: 'SQL errors: read the error and fix the query' },
+        { rule: rule('sql-error', 'postFeedback', { path: 'observation', matches: 'syntax', flags: 'i' }, { type: 'inject_hint', message: 'The query failed. Use the exact table name given in the task, in backticks.' }), why: 'SQL errors: a syntax error names the fix' },
+      ];
+    case 'missing_table':
+      return [
+        { code: code(rng, 'no-table', 'postFeedback', [['sql_explain']]), why: `missing tables (${f.evidence}): name the task's table after the error` },
+        { rule: rule('no-table', 'postFeedback', { path: 'observation', matches: "doesn't exist", flags: 'i' }, { type: 'inject_hint', message: 'Use the exact table name given in the task, in backticks.' }), why: 'missing tables: a missing table names the fix' },
+        ...(name ? [{ skill: `There is no ${name} in this database. Use the exact table name given in the task, in backticks.`, why: `missing tables: name the one the packet saw (${name})` }] : []),
+      ];
+    case 'unknown_column':
+      return [
+        { code: code(rng, 'no-column', 'postFeedback', [['sql_explain']]), why: `unknown columns (${f.evidence}): list the task's headers after the error` },
+        ...(name ? [{ rule: rule('no-column', 'postFeedback', { path: 'observation', contains: 'Unknown column' }, { type: 'inject_hint', message: `There is no column ${name}. Use the exact names from the observation.` }), why: `unknown columns: name the one the packet saw (${name})` }] : []),
+        { skill: 'Before writing SQL, check the table and column names against the headers given in the task; wrap names with spaces in backticks and quote string values with single quotes.', why: 'unknown columns: check names against the headers' },
+      ];
+    case 'empty_answer':
+      return [
+        { skill: 'Do not answer until you have run a query that gives the answer.', why: `empty answers (${f.evidence}): query before answering` },
+        { rule: rule('answer-check', 'preAction', { all: [{ path: 'proposed.action', contains: 'Final Answer: []' }, { path: 'blocks', equals: 0 }] }, { type: 'block_and_prompt', message: 'Do not answer until you have run a query that gives the answer.' }), why: 'empty answers: ask again once when the answer is an empty list' },
+        { rule: rule('answer-check', 'preAction', { all: [{ path: 'task.type', matches: '^INSERT|^UPDATE|^DELETE' }, { path: 'step', equals: 0 }, { not: { path: 'proposed.action', matches: 'insert|update|delete', flags: 'i' } }] }, { type: 'block_and_prompt', message: 'The task asks to change the table: run the {{task.type}} statement first.' }), why: 'empty answers: a task that changes the table starts with that statement' },
+      ];
+    case 'no_options':
+      return [
+        { rule: rule('buy-check', 'preAction', { all: [{ path: 'proposed.action', equals: 'click[buy now]' }, { path: 'blocks', equals: 0 }, { path: 'step', lt: pick([3, 4, 5]) }] }, { type: 'block_and_prompt', message: 'Before buying, select the options the instruction names (size, color), then check the price and buy.' }), why: `purchases without options (${f.evidence}): ask for the options once before buying` },
+        { skill: 'Before buying, select the options the instruction names (size, color), then check the price and buy.', why: 'purchases without options: choose options first' },
+        { skill: 'Search with the words of the instruction: the product type and its key attributes. Pick the result whose title matches the instruction best.', why: 'purchases without options: search and pick by the instruction' },
+      ];
+    case 'invalid_click':
+      return [
+        { rule: rule('bad-click', 'postFeedback', { pred: 'nothingHappens' }, { type: 'inject_hint', message: 'Only click buttons shown on the current page, using their exact text.' }), why: `invalid clicks (${f.evidence})` },
+        { code: code(rng, 'closest', 'preAction', [['closest_admissible', 'r']]), why: 'invalid clicks: rewrite to the closest button on the page' },
+        { rule: rule('click-block', 'preAction', { pred: 'proposedInadmissible' }, { type: 'block_and_prompt', message: "'{{proposed.action}}' is not a valid action here. Only choose from the admissible actions, with the exact object names and numbers." }), why: 'invalid clicks: block clicks that are not on the page' },
       ];
     case 'early_finish':
-      return [{ skill: pick(rng, EARLY_SKILL[env]), why: `early finish (${f.evidence}): verify before finishing` }];
-    case 'revisit':
       return [
-        { skill: pick(rng, REVISIT_SKILL), why: `revisits (${f.evidence}): keep track of visited places` },
-        { code: { name: 'visited', hook: 'preDecision', source: REVISIT_CODE }, why: 'revisits: a notebook of visited places, shown as a hint' },
+        { skill: env === 'dbbench' ? 'Do not answer until you have run a query that gives the answer.' : env === 'webshop' ? 'Before buying, select the options the instruction names (size, color), then check the price and buy.' : 'Check that every part of the goal is done before you finish.', why: `early finish (${f.evidence}): verify before finishing` },
+        ...(env === 'alfworld' ? [{ rule: rule('held', 'init', undefined, { type: 'note', key: 'stage', value: 'search' }), why: 'early finish: start a stage note' }] : []),
       ];
   }
 }
@@ -219,26 +230,32 @@ const STYLES = ['focused', 'broad', 'rules', 'skills', 'code', 'minimal'] as con
 type Style = (typeof STYLES)[number];
 
 function assemble(findings: Finding[], env: Env, style: Style, rng: Rng): { patch: Patch; addresses: Finding['kind'][]; rationale: string[] } {
-  // how many findings to address: the most widespread first
-  const n = style === 'minimal' ? 1 : style === 'focused' ? Math.min(2, findings.length) : findings.length;
-  const chosen = findings.slice(0, Math.max(1, n));
+  const n = style === 'minimal' ? 1 : style === 'focused' ? Math.min(2, findings.length) : Math.min(4, findings.length);
+  // the most widespread first; a seed sometimes leads with the second; a broad proposal adds others at random
+  const lead = findings.length > 1 && rng.next() < 0.3 ? [findings[1]!, findings[0]!] : findings.slice(0, 2);
+  const order = style === 'focused' || style === 'minimal' ? [...lead, ...findings.slice(2)] : [lead[0]!, ...rng.shuffle([...lead.slice(1), ...findings.slice(2)])];
+  const chosen = order.slice(0, Math.max(1, n));
   const skills: string[] = [];
   const rules: Rule[] = [];
   const code: CodeHook[] = [];
+  const names = new Set<string>();
   const rationale: string[] = [];
   for (const f of chosen) {
     const comps = componentsFor(f, env, rng);
-    const want = (c: Component): boolean =>
-      style === 'skills' ? c.skill !== undefined : style === 'rules' ? c.rule !== undefined : style === 'code' ? c.code !== undefined || c.rule !== undefined : true;
+    const want = (c: Component): boolean => (style === 'skills' ? c.skill !== undefined : style === 'rules' ? c.rule !== undefined : style === 'code' ? c.code !== undefined : true);
     let pool = comps.filter(want);
     if (pool.length === 0) pool = comps;
-    // broad and focused take one or two mechanisms per finding; minimal one
     const take = style === 'minimal' ? 1 : style === 'focused' ? 2 : 1 + rng.int(2);
     for (const c of rng.shuffle(pool).slice(0, take)) {
-      if (c.skill !== undefined && skills.length < 5 && !skills.includes(c.skill)) skills.push(c.skill);
-      else if (c.rule && rules.length + code.length < 12 && !rules.some((r) => r.name === c.rule!.name)) rules.push(c.rule);
-      else if (c.code && rules.length + code.length < 12 && !code.some((x) => x.name === c.code!.name)) code.push(c.code);
-      else continue;
+      const nm = c.rule?.name ?? c.code?.name;
+      if (nm && names.has(nm)) continue;
+      if (c.skill !== undefined) {
+        if (skills.length >= 3 || skills.includes(c.skill)) continue;
+        skills.push(c.skill);
+      } else if (rules.length + code.length >= 5) continue;
+      else if (c.rule) rules.push(c.rule);
+      else code.push(c.code!);
+      if (nm) names.add(nm);
       rationale.push(c.why);
     }
   }
@@ -253,7 +270,8 @@ function assemble(findings: Finding[], env: Env, style: Style, rng: Rng): { patc
 
 /**
  * Propose up to `k` distinct patches for a packet. Deterministic given (packet, seed); a packet
- * with no failures gets no proposals. Every proposal passes `toPatch`.
+ * with no failures gets no proposals. Every proposal passes `toPatch` and is a sentence of the
+ * engineer's grammar for the packet's names.
  *
  * @example
  * const proposals = teacherPropose(extractPacket(records), { k: 4, seed: 1 });
@@ -263,12 +281,15 @@ export function teacherPropose(p: Packet, opts: { k?: number; seed?: number } = 
   const findings = diagnose(p);
   if (findings.length === 0) return [];
   const env = envOf(p);
+  // names the grammar can copy: a finding's names are kept only when the packet's names section has them
+  const known = new Set(packetNames(p));
+  const usable = findings.map((f) => (f.names ? { ...f, names: f.names.filter((n) => known.has(n)) } : f));
   const rng = new Rng(hashString(`teacher|${packetHash(p)}|${opts.seed ?? 0}`));
   const out: Proposal[] = [];
   const seen = new Set<string>();
   for (let attempt = 0; out.length < k && attempt < k * 8; attempt++) {
     const style = rng.pick(STYLES);
-    const a = assemble(findings, env, style, rng.fork(attempt));
+    const a = assemble(usable, env, style, rng.fork(attempt));
     const patch = toPatch(a.patch);
     const hash = patchHash(patch);
     if (seen.has(hash)) continue;

@@ -11,7 +11,12 @@
  */
 import type { Packet, PacketEpisode, PacketStatus } from './packet.ts';
 
-export const VOCAB_VERSION = 1;
+export const VOCAB_VERSION = 2;
+
+/** Names a packet shows, referred to by `<ref:k>` in the prompt and in a patch: at most @default 32 */
+export const MAX_REFS = 32;
+/** v2: the names section of the engineer's prompt and the references into it (appended: v1 ids are unchanged) */
+export const REF_TOKENS = ['<names>', ...Array.from({ length: MAX_REFS }, (_, i) => `<ref:${i}>`)];
 
 /** structure tokens */
 export const SPECIAL_TOKENS = [
@@ -79,7 +84,7 @@ export const SPELL_TOKENS = [...'abcdefghijklmnopqrstuvwxyz0123456789'].map((c) 
 export const SYMBOL_TOKENS = [...`.,:;!?'"()[]{}<>=*/-_+%$&#@\`~|\\^…×`];
 
 /** The vocabulary: id = index. */
-export const VOCAB: readonly string[] = Object.freeze([...SPECIAL_TOKENS, ...COUNT_TOKENS, ...WORD_TOKENS, ...NUMBER_TOKENS, ...SPELL_TOKENS, ...SYMBOL_TOKENS]);
+export const VOCAB: readonly string[] = Object.freeze([...SPECIAL_TOKENS, ...COUNT_TOKENS, ...WORD_TOKENS, ...NUMBER_TOKENS, ...SPELL_TOKENS, ...SYMBOL_TOKENS, ...REF_TOKENS]);
 export const VOCAB_SIZE = VOCAB.length;
 const ID = new Map(VOCAB.map((t, i) => [t, i]));
 
@@ -147,11 +152,12 @@ function count(n: number): number {
   return tokenId(n >= 64 ? '<n:64+>' : `<n:${Math.max(0, Math.floor(n))}>`);
 }
 
-function envToken(env: string): number {
+export function envToken(env: string): number {
   return ID.get(`<env:${env}>`) ?? tokenId('<env:other>');
 }
 
-function episodeTokens(e: PacketEpisode): number[] {
+/** One episode of the packet as tokens (see packetTokens). */
+export function episodeTokens(e: PacketEpisode): number[] {
   const out: number[] = [tokenId('<ep>'), envToken(e.env), tokenId('<type>'), ...encodeText(e.taskType.replace(/[_-]/g, ' '))];
   out.push(tokenId(`<status:${e.status satisfies PacketStatus}>`), tokenId(`<reward:${Math.min(9, Math.max(0, Math.floor(e.reward * 10)))}>`), count(e.steps));
   out.push(tokenId('<goal>'), ...encodeText(e.goal));

@@ -1,19 +1,20 @@
 /**
  * Fixed numeric features of a (packet, patch) candidate, the input of the validation and reward
  * models: packet signal totals and counts, the env one-hot and the diagnosis; the patch as a
- * multi-hot over the component LIBRARY plus counts per hook. Pure; same input → same vector.
+ * multi-hot over the grammar's structural tokens (hooks, predicates, paths, comparisons, effects,
+ * blocks) plus counts per hook. Pure; same input → same vector.
  */
 import { ENV_NAMES } from '../../envs/registry.ts';
 import { toPatch, type Patch } from '../../harness/index.ts';
-import { LIBRARY, COMPONENT_BASE_ID, patchToTokens, diagnose, type Packet } from '../engineer/index.ts';
+import { STRUCTURE_TOKENS, FINDING_KINDS, engineerToken, patchToTokens, diagnose, packetNames, type Packet } from '../engineer/index.ts';
 
 /** Bump when the vector changes; models record it and refuse a mismatch. */
-export const FEATURE_VERSION = 1;
+export const FEATURE_VERSION = 2;
 
 // the shipped envs only: the vector's layout must not change with registered envs
 const ENVS = [...ENV_NAMES, 'other'] as const;
 const SIGNALS = ['repeated', 'noOps', 'invalidFormats', 'sqlErrors', 'invalidClicks', 'repeatedObservations', 'stepLimit'] as const;
-const FINDINGS = ['loop', 'noop', 'invalid_format', 'sql_error', 'invalid_click', 'step_limit', 'early_finish', 'revisit'] as const;
+const FINDINGS = FINDING_KINDS;
 const HOOKS = ['init', 'preDecision', 'preAction', 'postFeedback'] as const;
 
 /** Names of the packet part of the vector, in order. */
@@ -29,8 +30,8 @@ export const PACKET_FEATURE_NAMES: readonly string[] = [
 
 /** Names of the patch part of the vector, in order. */
 export const PATCH_FEATURE_NAMES: readonly string[] = [
-  ...LIBRARY.map((_, i) => `lib:${i}`),
-  'patch:in_library',
+  ...STRUCTURE_TOKENS.map((t) => `tok:${t}`),
+  'patch:in_grammar',
   'patch:skills',
   'patch:rules',
   'patch:code',
@@ -58,14 +59,16 @@ export function packetFeatures(p: Packet): number[] {
   return out;
 }
 
-/** The patch part: LIBRARY multi-hot, whether the whole patch is in the library, counts per kind and hook. */
-export function patchFeatures(patch: unknown): number[] {
+const STRUCT_INDEX = new Map(STRUCTURE_TOKENS.map((t, i) => [t, i]));
+
+/** The patch part: a multi-hot over the grammar's structural tokens, whether the patch is in the grammar's space, counts per kind and hook. */
+export function patchFeatures(patch: unknown, names: readonly string[] = []): number[] {
   const p: Patch = toPatch(patch);
-  const hot = new Array<number>(LIBRARY.length).fill(0);
-  const toks = patchToTokens(p);
+  const hot = new Array<number>(STRUCTURE_TOKENS.length).fill(0);
+  const toks = patchToTokens(p, names);
   for (const id of toks ?? []) {
-    const i = id - COMPONENT_BASE_ID;
-    if (i >= 0 && i < LIBRARY.length) hot[i] = 1;
+    const i = STRUCT_INDEX.get(engineerToken(id) ?? '');
+    if (i !== undefined) hot[i] = 1;
   }
   const skills = p.skills?.length ?? 0;
   const rules = p.rules ?? [];
@@ -78,5 +81,5 @@ export function patchFeatures(patch: unknown): number[] {
 
 /** The model input: packet features ++ patch features ({@link FEATURE_DIM} numbers). */
 export function candidateFeatures(packet: Packet, patch: unknown): number[] {
-  return [...packetFeatures(packet), ...patchFeatures(patch)];
+  return [...packetFeatures(packet), ...patchFeatures(patch, packetNames(packet))];
 }

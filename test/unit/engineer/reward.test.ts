@@ -92,7 +92,7 @@ test('sft - rows carry provenance and only non-regressive proposals; the JSONL f
     t.true(rows.length > 0);
     t.true(phases.includes('verify') && phases[phases.length - 1] === 'done');
     for (const r of rows) {
-      t.true(r.delta >= 0.05);
+      t.true(r.delta > 0.05);
       t.is(r.target, target);
       t.is(r.env, 'alfworld');
       const b = batches.findIndex((x) => JSON.stringify(x) === JSON.stringify(r.batch));

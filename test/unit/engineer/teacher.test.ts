@@ -1,6 +1,6 @@
 import test from 'ava';
 import { canonicalJson, toPatch, parsePatch } from '../../../harness/index.ts';
-import { diagnose, engineerPrompt, extractPacket, formatPacket, openAIEngineerFromSpec, parseEngineerReply, teacherPropose, EngineerError } from '../../../policies/engineer/index.ts';
+import { parseComposed, diagnose, engineerPrompt, extractPacket, formatPacket, openAIEngineerFromSpec, parseEngineerReply, teacherPropose, EngineerError } from '../../../policies/engineer/index.ts';
 import { scriptedBackend, startServer } from '../../../policies/targets/serve.ts';
 import { record, steps } from './helpers.ts';
 
@@ -40,12 +40,18 @@ test('teacher - K distinct proposals, each a valid patch; deterministic given (p
   const b = teacherPropose(p, { k: 6, seed: 2 });
   t.notDeepEqual(b.map((x) => x.hash), a.map((x) => x.hash));
   // over a few seeds the teacher uses every mechanism
-  const all = [1, 2, 3, 4].flatMap((seed) => teacherPropose(p, { k: 6, seed }));
+  const all = Array.from({ length: 16 }, (_, i) => i + 1).flatMap((seed) => teacherPropose(p, { k: 6, seed }));
   t.true(all.some((x) => (x.patch.skills?.length ?? 0) > 0));
   t.true(all.some((x) => x.patch.rules?.some((r) => r.hook === 'preAction' && r.effect.type === 'block_and_prompt' && JSON.stringify(r.when).includes('proposedRepeatsLast'))));
   t.true(all.some((x) => x.patch.rules?.some((r) => r.hook === 'postFeedback' && r.effect.type === 'inject_hint')));
   t.true(all.some((x) => x.patch.rules?.some((r) => r.hook === 'preDecision' && JSON.stringify(r.when).includes('stepLimitNear'))));
   t.true(all.some((x) => (x.patch.code?.length ?? 0) > 0));
+  // read off the excerpts: the object the model named that no observation showed is named back
+  t.true(diagnose(p).some((f) => f.kind === 'hallucinated' && f.names?.includes('mug 1')));
+  t.true(all.some((x) => JSON.stringify(x.patch).includes('There is no mug 1')));
+  // code hooks are composed from the tested blocks; some rewrite actions
+  t.true(all.every((x) => (x.patch.code ?? []).every((c) => parseComposed(c.hook, c.source) !== null)));
+  t.true(all.some((x) => (x.patch.code ?? []).some((c) => /closest_admissible|escape_loop/.test(c.source))));
   // a packet without failures gets nothing
   t.deepEqual(teacherPropose(extractPacket([record('c', 'x', { reward: 1 })]), { k: 4 }), []);
 });

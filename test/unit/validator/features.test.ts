@@ -1,6 +1,6 @@
 import test from 'ava';
 import { Rng } from '../../../cluster/rng.ts';
-import { LIBRARY, extractPacket, teacherPropose, tokensToPatch, COMPONENT_BASE_ID, PATCH_OPEN_ID, EOS_ID } from '../../../policies/engineer/index.ts';
+import { STRUCTURE_TOKENS, extractPacket, teacherPropose, composeSource } from '../../../policies/engineer/index.ts';
 import { parsePatch } from '../../../harness/index.ts';
 import { FEATURE_DIM, FEATURE_NAMES, PACKET_FEATURE_NAMES, candidateFeatures, packetFeatures, patchFeatures } from '../../../policies/scorer/index.ts';
 import { randomWalkPatch, candidatePool } from '../../../drivers/index.ts';
@@ -30,16 +30,16 @@ test('features - env one-hot and batch rates come from the packet', (t) => {
   t.is(f[FEATURE_NAMES.indexOf('batch:won_rate')], 0.5);
 });
 
-test('features - the patch multi-hot marks exactly the library components it uses', (t) => {
-  const patch = tokensToPatch([PATCH_OPEN_ID, COMPONENT_BASE_ID + 3, COMPONENT_BASE_ID + 10, EOS_ID]);
+test('features - the patch multi-hot marks the grammar\'s structural tokens it uses', (t) => {
+  const patch = { rules: [{ hook: 'preAction', when: { pred: 'proposedInadmissible' }, effect: { type: 'block_and_prompt', message: 'Try a different action.' } }], code: [{ hook: 'preAction', source: composeSource('preAction', [{ id: 'closest_admissible', params: [2] }]) }] };
   const f = patchFeatures(patch);
-  const hot = f.slice(0, LIBRARY.length);
-  t.deepEqual(hot.map((x, i) => (x ? i : -1)).filter((i) => i >= 0), [3, 10]);
-  t.is(f[LIBRARY.length], 1, 'in_library');
-  // a patch outside the library: no hot bit, in_library 0
-  const off = patchFeatures({ skills: ['something no teacher writes'] });
-  t.is(off.slice(0, LIBRARY.length).reduce((a, b) => a + b, 0), 0);
-  t.is(off[LIBRARY.length], 0);
+  const hot = f.slice(0, STRUCTURE_TOKENS.length);
+  t.deepEqual(hot.map((x, i) => (x ? STRUCTURE_TOKENS[i] : null)).filter(Boolean).sort(), ['<blk:closest_admissible>', '<eff:block_and_prompt>', '<hook:preAction>', '<pred:proposedInadmissible>', '<when>'].sort());
+  t.is(f[STRUCTURE_TOKENS.length], 1, 'in_grammar');
+  // a patch outside the grammar's space (a hand-written code hook): no hot bit, in_grammar 0
+  const off = patchFeatures({ code: [{ hook: 'preDecision', source: 'function hook(ctx, nb) { return null; }' }] });
+  t.is(off.slice(0, STRUCTURE_TOKENS.length).reduce((a, b) => a + b, 0), 0);
+  t.is(off[STRUCTURE_TOKENS.length], 0);
 });
 
 test('randomWalkPatch - seeded, valid under the patch schema, and varied', (t) => {

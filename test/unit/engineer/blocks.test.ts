@@ -1,0 +1,111 @@
+import test from 'ava';
+import { loadGames, alfworldEnv } from '../../../envs/alfworld/index.ts';
+import { CodeSandbox, DEFAULT_SMOKE_GAME, baseHarness, composeHarness, runEpisode, scriptedModel } from '../../../harness/index.ts';
+import { BLOCKS, checkBlocks, composeSource, parseComposed, type BlockUse } from '../../../policies/engineer/blocks.ts';
+
+const NO_PRED = { repeatedAction: false, repeatedObservation: false, nothingHappens: false, invalidFormat: false, sqlError: false, stepLimitNear: false, proposedRepeatsLast: false, proposedInadmissible: false };
+
+function ctx(o: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    hook: 'preDecision',
+    env: 'alfworld',
+    task: { id: 't', goal: 'put a mug in shelf.', type: 'pick_and_place_simple' },
+    seed: 1,
+    step: 3,
+    limits: { maxSteps: 50, stepsLeft: 47, historyWindow: 20 },
+    history: [],
+    last: null,
+    observation: '',
+    proposed: null,
+    admissible: null,
+    pred: NO_PRED,
+    blocks: 0,
+    skills: [],
+    ...o,
+  };
+}
+
+/** run a composed hook once in the real QuickJS sandbox */
+async function call(hook: 'preDecision' | 'preAction' | 'postFeedback', uses: BlockUse[], c: Record<string, unknown>, nb: Record<string, unknown> = {}): Promise<{ value: unknown; nb: Record<string, unknown> }> {
+  const r = await CodeSandbox.compile(composeSource(hook, uses));
+  if (!r.ok) throw new Error(r.error);
+  const o = r.sandbox!.call(JSON.stringify({ ...c, hook }), JSON.stringify(nb));
+  r.sandbox!.dispose();
+  if (o.kind !== 'ok') throw new Error(`${o.kind}: ${JSON.stringify(o)}`);
+  return { value: o.value, nb: o.nb as Record<string, unknown> };
+}
+
+test('blocks - every block, with every parameter choice, compiles in every hook it allows and returns what its hook may return', async (t) => {
+  let n = 0;
+  for (const b of BLOCKS) {
+    for (const hook of b.hooks) {
+      const choices = b.params.length ? b.params[0]!.choices.map((_, i) => [i, ...b.params.slice(1).map(() => 0)]) : [[]];
+      for (const params of choices) {
+        const uses = [{ id: b.id, params }];
+        const src = composeSource(hook, uses);
+        t.deepEqual(parseComposed(hook, src), uses, 'the source reads back');
+        const { value } = await call(hook as 'preDecision', uses, ctx({ step: 0, observation: 'You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a drawer 2, and a shelf 1.', last: { action: 'go to drawer 2', observation: 'Nothing happens.' }, proposed: hook === 'preAction' ? { text: 'go to drawer 9', action: 'go to drawer 9' } : null, admissible: ['go to cabinet 1', 'go to drawer 2', 'look'], pred: { ...NO_PRED, nothingHappens: true, sqlError: hook === 'postFeedback' } }));
+        if (value !== null) {
+          if (hook === 'preDecision') t.is(typeof value, 'string');
+          else if (hook === 'preAction') t.true(['block_and_prompt', 'rewrite_action', 'force_action'].includes((value as { type: string }).type), JSON.stringify(value));
+          else t.true(typeof value === 'string' || (value as { type: string }).type === 'force_action');
+        }
+        n++;
+      }
+    }
+  }
+  t.true(n > 40, `${n} block/hook/parameter combinations`);
+});
+
+test('blocks - closest_admissible rewrites a near miss above its threshold and leaves far or admissible proposals alone', async (t) => {
+  const adm = ['go to shelf 1', 'go to drawer 2', 'take mug 1 from shelf 1', 'look'];
+  const rw = (action: string, min: number) => call('preAction', [{ id: 'closest_admissible', params: [min] }], ctx({ proposed: { text: action, action }, admissible: adm }));
+  t.deepEqual((await rw('go to shelf 4', 2)).value, { type: 'rewrite_action', action: 'go to shelf 1' });
+  t.deepEqual((await rw('take mug 2 from shelf 1', 2)).value, { type: 'rewrite_action', action: 'take mug 1 from shelf 1' });
+  t.is((await rw('go to shelf 1', 0)).value, null, 'an admissible proposal is not touched');
+  t.is((await rw('inventory please now', 4)).value, null, 'nothing is similar enough at 0.75');
+});
+
+test('blocks - trackers keep the notebook once per step; hints read it; notes replace rather than accumulate', async (t) => {
+  const uses: BlockUse[] = [{ id: 'track_held', params: [] }, { id: 'track_visited', params: [0] }, { id: 'track_failed', params: [0] }, { id: 'notes', params: [1] }];
+  let nb: Record<string, unknown> = {};
+  const steps: [string, string][] = [['go to shelf 1', 'On the shelf 1, you see a mug 1.'], ['take mug 1 from shelf 1', 'You pick up the mug 1 from the shelf 1.'], ['go to shelf 9', 'Nothing happens.'], ['go to desk 1', 'On the desk 1, you see a pen 1.']];
+  let hint: unknown = null;
+  for (let i = 0; i < steps.length; i++) {
+    const [action, observation] = steps[i]!;
+    const c = ctx({ step: i + 1, last: { action, observation }, pred: { ...NO_PRED, nothingHappens: observation.startsWith('Nothing') } });
+    // the same step seen twice (postFeedback, then preDecision) is counted once
+    ({ nb } = await call('postFeedback', uses.slice(0, 3), c, nb));
+    ({ value: hint, nb } = await call('preDecision', uses, c, nb));
+  }
+  t.is(nb.held, 'mug 1');
+  t.deepEqual(nb.visited, ['shelf 1', 'desk 1']);
+  t.deepEqual(nb.failed, ['go to shelf 9']);
+  t.is(hint, 'Notes: holding mug 1. checked shelf 1, desk 1. did nothing: go to shelf 9.');
+});
+
+test('blocks - sql_explain names the task table and headers after an SQL error', async (t) => {
+  const goal = 'How many wins? The name of this table is Medal Tally, and the headers of this table are Rank,Nation,Gold.';
+  const run = (observation: string) => call('postFeedback', [{ id: 'sql_explain', params: [] }], ctx({ env: 'dbbench', task: { id: 'd', goal, type: 'counting' }, observation, pred: { ...NO_PRED, sqlError: true } }));
+  t.is((await run("1146 (42S02): Table 'db.medals' doesn't exist")).value, 'There is no table medals; the table is `Medal Tally`.');
+  t.is((await run("1054 (42S22): Unknown column 'wins' in 'field list'")).value, 'There is no column wins; the columns are Rank,Nation,Gold. Quote text values with single quotes.');
+});
+
+test('blocks - in an ALFWorld episode a composed hook rewrites the model\'s impossible action and is counted as an intervention', async (t) => {
+  const env = alfworldEnv(loadGames().get(DEFAULT_SMOKE_GAME));
+  const harness = composeHarness(baseHarness(), { code: [{ name: 'closest', hook: 'preAction', source: composeSource('preAction', [{ id: 'closest_admissible', params: [2] }]) }] });
+  const rec = await runEpisode(env, { model: scriptedModel(['go to sidetable 7', 'look']), harness, maxSteps: 2, seed: 1 });
+  t.true(rec.steps[0]!.rewritten, JSON.stringify(rec.steps[0]));
+  t.regex(rec.steps[0]!.action, /^go to sidetable \d$/);
+  t.is(rec.interventions?.executed, 1);
+});
+
+test('blocks - a block list the library does not admit is refused, and a hand-edited source is not read as composed', (t) => {
+  t.true(checkBlocks('preAction', [{ id: 'hint_visited', params: [0] }]).some((e) => /runs in preDecision/.test(e)));
+  t.true(checkBlocks('preDecision', [{ id: 'loop_hint', params: [7] }]).some((e) => /choice 0…2/.test(e)));
+  t.true(checkBlocks('preDecision', [{ id: 'nope', params: [] }]).some((e) => /unknown block/.test(e)));
+  t.throws(() => composeSource('init', [{ id: 'loop_hint', params: [0] }]), { message: /do not run at init/ });
+  const src = composeSource('preDecision', [{ id: 'loop_hint', params: [0] }]);
+  t.is(parseComposed('preDecision', src.replace('Try something different', 'Try harder')), null);
+  t.is(parseComposed('preDecision', 'function hook(ctx, nb) { return null; }'), null);
+});
