@@ -17,7 +17,7 @@ import { EngineerSampler } from '../actors/sampler.ts';
 import '../actors/grammars.ts';
 import { Learner } from '../actors/learner.ts';
 import { EpisodeCache, rollout } from '../drivers/index.ts';
-import { buildSftDataset, makeBatches, rewardGroup, type RewardResult } from '../drivers/index.ts';
+import { buildSftDataset, makeBatches, rewardGroup, type RewardResult, type SftRow } from '../drivers/index.ts';
 import { extractPacket } from '../policies/engineer/index.ts';
 import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson } from '../harness/index.ts';
@@ -26,7 +26,9 @@ import { BOS_ID, DEFAULT_PROMPT_TOKENS, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLET
 
 export const TrainConfigSchema = z
   .object({
-    env: z.string().refine(isEnvName, { error: () => `must be one of ${envNames().join(', ')}` }).default('alfworld'),
+    /** an env, or several separated by commas: one engineer for all of them (its input starts with an env token) */
+    env: z.string().refine((v) => v.split(',').every((e) => isEnvName(e.trim())), { error: () => `must be one of ${envNames().join(', ')}, or several of them separated by commas` }).default('alfworld'),
+    /** the frozen target; with several envs, one per env in the same order (or one for all) */
     target: z.string().default('sim/llama-3b'),
     seed: z.number().int().default(0),
     /** tasks per batch B (the reference used 10) */
@@ -69,8 +71,21 @@ export const TrainConfigSchema = z
     validator: z.string().optional(),
     out: z.string().optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    const envs = c.env.split(',');
+    const targets = c.target.split(',');
+    if (targets.length !== 1 && targets.length !== envs.length) ctx.addIssue({ code: 'custom', path: ['target'], message: `give one target, or one per env (${envs.length}: ${envs.join(', ')}); got ${targets.length}` });
+    if (c.split !== undefined && envs.length > 1) ctx.addIssue({ code: 'custom', path: ['split'], message: 'split names one env\'s split; with several envs each trains on its own training split' });
+  });
 export type TrainConfig = z.output<typeof TrainConfigSchema>;
+
+/** The (env, target) pairs a config trains on, in order. */
+export function trainPairs(cfg: Pick<TrainConfig, 'env' | 'target'>): { env: string; target: string }[] {
+  const envs = cfg.env.split(',').map((e) => e.trim());
+  const targets = cfg.target.split(',').map((x) => x.trim());
+  return envs.map((env, i) => ({ env, target: targets.length === 1 ? targets[0]! : targets[i]! }));
+}
 
 /** Read a YAML config (optional) and merge CLI overrides; errors name the option path. */
 export function resolveTrainConfig(file: string | undefined, overrides: Record<string, unknown>): TrainConfig {
@@ -95,6 +110,8 @@ export function resolveTrainConfig(file: string | undefined, overrides: Record<s
 export interface IterationLog {
   iteration: number;
   phase: 'sft' | 'grpo';
+  /** the env of a GRPO iteration's batch */
+  env?: string;
   meanDelta?: number;
   bestDelta?: number;
   validRate?: number;
@@ -150,9 +167,10 @@ interface ResumeState {
  * are the ones the uninterrupted run makes (on the CPU).
  */
 export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l: string) => void = (l) => process.stderr.write(`${l}\n`), opts: { resume?: boolean } = {}): Promise<TrainResult> {
-  const split = cfg.split ?? envDescriptor(cfg.env).splits.train;
+  const pairs = trainPairs(cfg);
+  const splitOf = (env: string) => cfg.split ?? envDescriptor(env).splits.train;
   const hash = createHash('sha256').update(canonicalJson(cfg)).digest('hex').slice(0, 10);
-  const out = cfg.out ?? join('runs', `train-${cfg.env}-${hash}`);
+  const out = cfg.out ?? join('runs', `train-${pairs.map((p) => p.env).join('+')}-${hash}`);
   mkdirSync(join(out, 'checkpoints'), { recursive: true });
   writeFileSync(join(out, 'config.json'), `${JSON.stringify(cfg, null, 2)}\n`);
   const logFile = join(out, 'iterations.jsonl');
@@ -166,8 +184,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
   const kept = resume && existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as IterationLog).filter((x) => x.phase === 'sft' || x.iteration <= resume!.iteration) : [];
   writeFileSync(logFile, kept.map((x) => `${JSON.stringify(x)}\n`).join(''));
   const cache = new EpisodeCache(join(out, 'episodes.sqlite'));
-  const simNote = cfg.target.startsWith('sim/') ? ' (SIMULATED target)' : '';
-  log(`hr1 train: ${cfg.env}, target ${cfg.target}${simNote}, batches of ${cfg.batchSize} from ${split}; run folder ${out}`);
+  log(`hr1 train: ${pairs.map((p) => `${p.env} on ${p.target}${p.target.startsWith('sim/') ? ' (SIMULATED target)' : ''} (${splitOf(p.env)})`).join('; ')}; batches of ${cfg.batchSize}; run folder ${out}`);
   const iterations: IterationLog[] = [...kept];
   const write = (it: IterationLog) => {
     iterations.push(it);
@@ -176,10 +193,16 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
   try {
     // 1. cold-start data: teacher proposals verified on their batch, non-regressive ones kept
     const t0 = performance.now();
-    const batches = makeBatches(cfg.env, { count: cfg.sft.batches, size: cfg.batchSize, split, seed: cfg.seed });
-    const ds = await buildSftDataset({ cluster, env: cfg.env, target: cfg.target, batches, k: cfg.sft.k, minDelta: cfg.sft.minDelta, teacherSeed: cfg.seed, out: join(out, 'sft.jsonl'), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
-    const pairs = ds.rows.map((r) => ({ prompt: engineerPromptTokens(r.packet), completion: patchToTokens(r.patch, packetNames(r.packet)) })).filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
-    log(`  sft data: ${ds.rows.length} rows kept (${pairs.length} in the patch grammar), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const rows: SftRow[] = [];
+    for (const { env, target } of pairs) {
+      const batches = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split: splitOf(env), seed: cfg.seed });
+      const file = pairs.length === 1 ? 'sft.jsonl' : `sft-${env}.jsonl`;
+      const ds = await buildSftDataset({ cluster, env, target, batches, k: cfg.sft.k, minDelta: cfg.sft.minDelta, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
+      rows.push(...ds.rows);
+    }
+    const ds = { rows };
+    const sftPairs = ds.rows.map((r) => ({ prompt: engineerPromptTokens(r.packet), completion: patchToTokens(r.patch, packetNames(r.packet)) })).filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
+    log(`  sft data: ${ds.rows.length} rows kept (${sftPairs.length} in the patch grammar), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     // 2. the learner and a sampler
     const learner = await cluster.spawn(Learner.options({ maxRestarts: 2 }), {
       ...(resume ? { resume: resume.checkpoint } : {}),
@@ -196,9 +219,9 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     // 3. SFT epochs
     const rng = new Rng(`sft|${cfg.seed}`);
     let finalLoss: number | null = resume ? (kept.filter((x) => x.phase === 'sft').pop()?.loss ?? null) : null;
-    for (let e = 0; !resume && e < cfg.sft.epochs && pairs.length > 0; e++) {
+    for (let e = 0; !resume && e < cfg.sft.epochs && sftPairs.length > 0; e++) {
       const t = performance.now();
-      const order = rng.shuffle(pairs);
+      const order = rng.shuffle(sftPairs);
       const losses: number[] = [];
       for (let i = 0; i < order.length; i += cfg.sft.batchSize) {
         const mb = order.slice(i, i + cfg.sft.batchSize);
@@ -221,15 +244,17 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     // 4. GRPO
     for (let it = (resume?.iteration ?? 0) + 1; it <= cfg.grpo.iterations; it++) {
       const tIt = performance.now();
-      const [batch] = makeBatches(cfg.env, { count: 1, size: cfg.batchSize, split, seed: cfg.seed * 1000 + it + 7 });
+      // several envs: the iterations take them in turn
+      const { env, target } = pairs[(it - 1) % pairs.length]!;
+      const [batch] = makeBatches(env, { count: 1, size: cfg.batchSize, split: splitOf(env), seed: cfg.seed * 1000 + it + 7 });
       const tR = performance.now();
-      const base = await rollout(cluster, { env: cfg.env, target: cfg.target, episodes: batch! }, { cache });
+      const base = await rollout(cluster, { env, target, episodes: batch! }, { cache });
       const baseSuccess = mean(base.records.map((r) => (r.outcome.won ? 1 : 0)));
       const packet = extractPacket(base.records);
       const msRollout0 = performance.now() - tR;
       if (packet.episodes.length === 0) {
         log(`  grpo ${it}/${cfg.grpo.iterations}: no failures in this batch; skipped`);
-        write({ iteration: it, phase: 'grpo', meanDelta: 0, bestDelta: 0, validRate: 1, baseSuccess, ms: { rollout: msRollout0, total: performance.now() - tIt } });
+        write({ iteration: it, phase: 'grpo', env, meanDelta: 0, bestDelta: 0, validRate: 1, baseSuccess, ms: { rollout: msRollout0, total: performance.now() - tIt } });
         continue;
       }
       const prompt = engineerPromptTokens(packet);
@@ -255,7 +280,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         patches = keep.map((i) => patches[i]!);
       }
       const tV = performance.now();
-      const rewards = await rewardGroup(cluster, { env: cfg.env, target: cfg.target, episodes: batch!, patches, cache, base: base.records });
+      const rewards = await rewardGroup(cluster, { env, target, episodes: batch!, patches, cache, base: base.records });
       const msValidation = performance.now() - tV;
       const { kept, deltas, valid, dropped } = scoredGroup(it, rewards.results);
       if (dropped.length > 0) log(`  grpo ${it}/${cfg.grpo.iterations}: ${dropped.length} of ${group.length} candidates dropped, their evaluation is missing (first: ${dropped[0]!.error})`);
@@ -279,6 +304,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       const rec: IterationLog = {
         iteration: it,
         phase: 'grpo',
+        env,
         meanDelta: mean(deltas),
         bestDelta: Math.max(...deltas),
         validRate: valid / group.length,
@@ -295,14 +321,14 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         const ck = await learner.save({ path: join(out, 'checkpoints', `it-${it}.pt`) });
         writeFileSync(stateFile, JSON.stringify({ iteration: it, checkpoint: ck.path, configHash: hash } satisfies ResumeState));
       }
-      log(`  grpo ${it}/${cfg.grpo.iterations}: mean Δ ${rec.meanDelta!.toFixed(3)}, best Δ ${rec.bestDelta!.toFixed(3)}, valid ${(rec.validRate! * 100).toFixed(0)}%, entropy ${rec.entropy!.toFixed(3)}, clip ${rec.clipFrac!.toFixed(3)}, KL ${rec.kl!.toFixed(4)} | rollout ${(msRollout0 / 1000).toFixed(1)}s sample ${(msSampling / 1000).toFixed(1)}s validate ${(msValidation / 1000).toFixed(1)}s update ${(msUpdate / 1000).toFixed(1)}s`);
+      log(`  grpo ${it}/${cfg.grpo.iterations}${pairs.length > 1 ? ` (${env})` : ''}: mean Δ ${rec.meanDelta!.toFixed(3)}, best Δ ${rec.bestDelta!.toFixed(3)}, valid ${(rec.validRate! * 100).toFixed(0)}%, entropy ${rec.entropy!.toFixed(3)}, clip ${rec.clipFrac!.toFixed(3)}, KL ${rec.kl!.toFixed(4)} | rollout ${(msRollout0 / 1000).toFixed(1)}s sample ${(msSampling / 1000).toFixed(1)}s validate ${(msValidation / 1000).toFixed(1)}s update ${(msUpdate / 1000).toFixed(1)}s`);
     }
     const ck = await learner.save({ path: join(out, 'engineer.pt') });
     const onnxPath = join(out, 'engineer.onnx');
     writeFileSync(onnxPath, await cluster.objects.get(onnx.name));
     await cluster.kill(learner).catch(() => {});
     await cluster.kill(sampler).catch(() => {});
-    return { out, sft: { rows: ds.rows.length, representable: pairs.length, finalLoss }, iterations, onnx: onnxPath, sftOnnx, checkpoint: ck.path };
+    return { out, sft: { rows: ds.rows.length, representable: sftPairs.length, finalLoss }, iterations, onnx: onnxPath, sftOnnx, checkpoint: ck.path };
   } finally {
     cache.close();
   }

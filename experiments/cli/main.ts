@@ -87,6 +87,10 @@ const envArg = (v: string) => {
   if (!isEnvName(v)) throw new CommanderError(2, 'hr1.bad-env', `unknown env "${v}"; choose one of ${envNames().join(', ')}`);
   return v;
 };
+const envListArg = (v: string) => {
+  for (const e of v.split(',')) envArg(e.trim());
+  return v;
+};
 const envs = program.command('envs').description('the benchmark environments: verify them, replay episodes');
 envs
   .command('verify')
@@ -260,8 +264,8 @@ addClusterOptions(
   program
     .command('train')
     .description('train the built-in engineer: cold-start SFT on verified teacher patches, then GRPO (Δ_B rewards)')
-    .addOption(envOption())
-    .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED; an lm/<name> not built yet is built first)')
+    .addOption(new Option('--env <envs>', `the env (${ENV_NAMES.join(', ')}), or several separated by commas: one engineer for all of them`).argParser(envListArg))
+    .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED; an lm/<name> not built yet is built first); with several envs one per env, comma-separated')
     .option('--config <file>', 'a YAML config (see experiments/configs/train.default.yaml); flags override it')
     .option('--iterations <n>', 'GRPO iterations', parsePositiveInt('--iterations'))
     .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }))

@@ -18,10 +18,14 @@ export async function trainCommand(o: TrainCommandOptions): Promise<void> {
   const { resolveTrainConfig, trainEngineer } = await import('../train.ts');
   const cfg = resolveTrainConfig(o.config, { env: o.env, target: o.target, seed: o.seed, out: o.out, validator: o.validator });
   if (o.iterations !== undefined) cfg.grpo.iterations = o.iterations;
-  checkTarget(cfg.target);
+  const { trainPairs } = await import('../train.ts');
   const { ensureLmTargets, requireTargetEnvs } = await import('../exp/common.ts');
-  requireTargetEnvs(cfg.target, [cfg.env], 'target');
-  await ensureLmTargets([cfg.target], (l) => process.stderr.write(`${l}\n`));
+  const pairs = trainPairs(cfg);
+  for (const p of pairs) {
+    checkTarget(p.target);
+    requireTargetEnvs(p.target, [p.env], 'target');
+  }
+  await ensureLmTargets([...new Set(pairs.map((p) => p.target))], (l) => process.stderr.write(`${l}\n`));
   const rt = await startCluster(o);
   try {
     const r = await trainEngineer(rt.cluster, cfg, undefined, { resume: o.resume ?? false });

@@ -33,7 +33,27 @@ test('train - SFT then GRPO end to end: the loss falls, every sampled patch pars
   }
 });
 
+test('train - one engineer for several envs: SFT data from each, GRPO iterations take the envs in turn', async (t) => {
+  t.timeout(600_000);
+  const out = join(tmpdir(), `hr1-train-all-${process.pid}`);
+  rmSync(out, { recursive: true, force: true });
+  const cfg = resolveTrainConfig(undefined, { env: 'alfworld,webshop,dbbench', target: 'sim/llama-3b', batchSize: 6, sft: { batches: 1, k: 3, epochs: 3, batchSize: 8 }, grpo: { iterations: 3, k: 3 }, out });
+  const rt = await init({ inProcess: true });
+  try {
+    const r = await trainEngineer(rt.cluster, cfg, () => {});
+    t.deepEqual(r.iterations.filter((x) => x.phase === 'grpo').map((x) => x.env), ['alfworld', 'webshop', 'dbbench']);
+    for (const env of ['alfworld', 'webshop', 'dbbench']) t.true(existsSync(join(out, `sft-${env}.jsonl`)), env);
+    t.true(existsSync(r.onnx));
+  } finally {
+    await rt.shutdown();
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
 test('train - a bad config names the option path', (t) => {
+  t.throws(() => resolveTrainConfig(undefined, { env: 'alfworld,webshop', target: 'a,b,c' }), { instanceOf: ConfigError, message: /config\.target.*one per env/ });
+  t.throws(() => resolveTrainConfig(undefined, { env: 'alfworld,chess' }), { instanceOf: ConfigError, message: /config\.env/ });
+  t.throws(() => resolveTrainConfig(undefined, { model: { maxLen: 256 } }), { instanceOf: ConfigError, message: /config\.model\.maxLen.*at least 704/ });
   t.throws(() => resolveTrainConfig(undefined, { grpo: { k: 1 } }), { instanceOf: ConfigError, message: /config\.grpo\.k/ });
   t.throws(() => resolveTrainConfig(undefined, { env: 'chess' }), { instanceOf: ConfigError, message: /config\.env/ });
   t.throws(() => resolveTrainConfig('/nonexistent.yaml', {}), { instanceOf: ConfigError, message: /no config file/ });
