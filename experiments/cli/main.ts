@@ -197,6 +197,24 @@ addClusterOptions(
 });
 addClusterOptions(
   bench
+    .command('conditioning')
+    .description('does the engineer read the packet? on held-out batches, Δ of its patch for the own packet vs for another packet of the env and for the empty packet, paired 95% intervals')
+    .addOption(new Option('--env <envs>', `the env (${ENV_NAMES.join(', ')}), or several separated by commas`).argParser(envListArg).default('alfworld'))
+    .option('--target <spec>', 'the frozen target (one, or one per env, comma-separated)', 'lm/alf-s-256-ecrt-hi')
+    .requiredOption('--engineer <spec>', '`teacher` (the prompted editor), `fixed:FILE` (one patch for every packet, a packet-blind control), an engineer .onnx, or an hr1 train run folder')
+    .option('--batches <n>', 'held-out batches (packets)', parsePositiveInt('--batches'), 8)
+    .option('--size <n>', 'tasks per batch', parsePositiveInt('--size'), 10)
+    .option('--split <name>', 'task split (default: the env\'s held-out split)')
+    .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }), 0)
+    .option('--out <dir>', 'episode cache folder', '.hr1/conditioning')
+    .option('--json', 'print the result as JSON (own_delta, other_delta, empty_delta, conditioning_gain {mean, lo, hi, n}, …)'),
+  { defaultInProcess: true },
+).action(async (o) => {
+  const { benchConditioningCommand } = await import('../commands/bench.ts');
+  await benchConditioningCommand(o);
+});
+addClusterOptions(
+  bench
     .command('validator')
     .description('validation and reward models on logged candidate outcomes: reruns saved vs Δ lost against plain K sampling')
     .option('--k <n>', 'candidates rerun by plain sampling', parsePositiveInt('--k'), 4)

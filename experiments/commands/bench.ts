@@ -1,4 +1,4 @@
-/** `hr1 bench learning`, `hr1 bench validator`, `hr1 bench harness`. */
+/** `hr1 bench learning`, `hr1 bench validator`, `hr1 bench conditioning`, `hr1 bench harness`. */
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { withCluster, type ClusterCliOptions } from './runtime.ts';
@@ -18,6 +18,10 @@ export async function benchLearningCommand(o: BenchLearningOptions): Promise<voi
   const { resolveTrainConfig } = await import('../train.ts');
   const { benchLearning } = await import('../bench/learning.ts');
   const cfg = resolveTrainConfig(o.config, { out: o.out });
+  if (cfg.env.includes(',')) {
+    const { ConfigError } = await import('../../cluster/errors.ts');
+    throw new ConfigError('config.env', `bench learning reports one env; ${cfg.env} names several (train them together with hr1 train, then read each env with hr1 bench conditioning)`);
+  }
   await withCluster(o, (rt) => benchLearning(rt.cluster, { config: cfg, heldoutBatches: o.heldout, ...(o.run ? { run: o.run } : {}) }), { defaultInProcess: true });
 }
 
@@ -60,4 +64,51 @@ export async function benchHarnessCommand(o: { seconds: number }): Promise<void>
     ['overhead with that patch (× bare)', r.episodeOverheadRatio.toFixed(2)],
     ['overhead of the base harness, no patch (× bare)', r.baseOverheadRatio.toFixed(2)],
   ]));
+}
+
+export interface BenchConditioningOptions extends Partial<ClusterCliOptions> {
+  env: string;
+  target: string;
+  engineer: string;
+  batches: number;
+  size: number;
+  split?: string | undefined;
+  seed: number;
+  out?: string | undefined;
+  json?: boolean | undefined;
+}
+
+/** `hr1 bench conditioning`: own vs another packet's vs the empty packet's patch, per env. In-process without --address. */
+export async function benchConditioningCommand(o: BenchConditioningOptions): Promise<void> {
+  const { ConfigError } = await import('../../cluster/errors.ts');
+  const { benchConditioning } = await import('../bench/conditioning.ts');
+  const { checkTarget } = await import('./targets.ts');
+  const { ensureLmTargets, requireTargetEnvs } = await import('../exp/common.ts');
+  const envs = o.env.split(',').map((e) => e.trim());
+  const targets = o.target.split(',').map((x) => x.trim());
+  if (targets.length !== 1 && targets.length !== envs.length) throw new ConfigError('--target', `give one target, or one per env (${envs.length}); got ${targets.length}`);
+  const pairs = envs.map((env, i) => ({ env, target: targets.length === 1 ? targets[0]! : targets[i]! }));
+  for (const p of pairs) {
+    checkTarget(p.target);
+    requireTargetEnvs(p.target, [p.env], 'target');
+  }
+  await ensureLmTargets([...new Set(pairs.map((p) => p.target))], (l) => process.stderr.write(`${l}\n`));
+  const results = await withCluster(
+    o,
+    async (rt) => {
+      const out = [];
+      for (const p of pairs) {
+        process.stderr.write(`conditioning: ${o.engineer} on ${p.env} (${p.target}${p.target.startsWith('sim/') ? ', SIMULATED' : ''}), ${o.batches} held-out batches of ${o.size}\n`);
+        out.push(await benchConditioning(rt.cluster, { ...p, engineer: o.engineer, batches: o.batches, size: o.size, seed: o.seed, ...(o.split ? { split: o.split } : {}), ...(o.out ? { out: o.out } : {}) }));
+      }
+      return out;
+    },
+    { defaultInProcess: true },
+  );
+  if (o.json) {
+    console.log(JSON.stringify(results.length === 1 ? results[0] : results));
+    return;
+  }
+  const ci = (x: { mean: number; lo: number; hi: number }) => `${x.mean >= 0 ? '+' : ''}${x.mean.toFixed(3)} [${x.lo.toFixed(3)}, ${x.hi.toFixed(3)}]`;
+  console.log(table(['env', 'target', 'episodes', 'Δ own', 'Δ other packet', 'Δ empty packet', 'gain vs other (95% CI)', 'gain vs empty (95% CI)', 'same patch'], results.map((r) => [r.env, r.target, r.episodes, r.own_delta.toFixed(3), r.other_delta.toFixed(3), r.empty_delta.toFixed(3), ci(r.conditioning_gain), ci(r.empty_gain), `${(r.same_patch_rate * 100).toFixed(0)}%`])));
 }
