@@ -30,6 +30,7 @@
  * and it only admits a token after which the completion can still be closed within the budget.
  */
 import { ENV_NAMES } from '../../envs/registry.ts';
+import { Rng } from '../../cluster/rng.ts';
 import { HOOKS, EFFECTS_BY_HOOK, PREDICATES, toPatch, type CodeHook, type Cond, type HookName, type Patch, type Rule } from '../../harness/index.ts';
 import { MAX_ACTION_CHARS, MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_SKILL_CHARS } from '../../harness/schema.ts';
 import { BLOCKS, BLOCK_INDEX, composeSource, parseComposed, type BlockUse } from './blocks.ts';
@@ -1039,4 +1040,32 @@ export function engineerPromptTokens(p: Packet, maxTokens = DEFAULT_PROMPT_TOKEN
   }
   out.push(EOS_ID);
   return out.slice(0, maxTokens);
+}
+
+// ---------------------------------------------------------------- the size of the space
+
+/**
+ * log10 of the number of completions the grammar admits (with `names` packet names), by Knuth's
+ * estimator: over uniform random walks, the mean of the product of the branching factors along
+ * the walk is the number of root-to-leaf paths. Seeded; a rough figure (the estimator's variance
+ * is large), stated in docs/ENGINEER.md next to the old menu's.
+ */
+export function grammarSpaceLog10(o: { names?: number; walks?: number; seed?: number } = {}): number {
+  const g = new PatchGrammar(o.names ?? 0);
+  const rng = new Rng(o.seed ?? 0);
+  const logs: number[] = [];
+  for (let w = 0; w < (o.walks ?? 200); w++) {
+    const seq: number[] = [];
+    let l = 0;
+    for (;;) {
+      const a = g.allowed(seq);
+      l += Math.log10(a.length);
+      const id = rng.pick(a);
+      seq.push(id);
+      if (id === EOS_ID) break;
+    }
+    logs.push(l);
+  }
+  const m = Math.max(...logs);
+  return m + Math.log10(logs.reduce((s, x) => s + 10 ** (x - m), 0) / logs.length);
 }
