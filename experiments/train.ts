@@ -203,6 +203,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     const ds = { rows };
     const sftPairs = ds.rows.map((r) => ({ prompt: engineerPromptTokens(r.packet), completion: patchToTokens(r.patch, packetNames(r.packet)) })).filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
     log(`  sft data: ${ds.rows.length} rows kept (${sftPairs.length} in the patch grammar), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    if (sftPairs.length === 0) log('  warning: no teacher proposal raised success on its batch (Δ > minDelta), so SFT has no data and GRPO starts from an untrained engineer; use more sft.batches or sft.k, or a lower sft.minDelta');
     // 2. the learner and a sampler
     const learner = await cluster.spawn(Learner.options({ maxRestarts: 2 }), {
       ...(resume ? { resume: resume.checkpoint } : {}),

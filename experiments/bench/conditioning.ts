@@ -12,17 +12,18 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Cluster } from '../../cluster/client.ts';
 import { ConfigError } from '../../cluster/errors.ts';
-import { envDescriptor } from '../../envs/registry.ts';
 import { EpisodeCache, makeBatches, rewardOf, rollout } from '../../drivers/index.ts';
 import { canonicalJson, patchHash, toPatch } from '../../harness/index.ts';
 import type { EpisodeRecord } from '../../harness/types.ts';
-import { extractPacket, loadBuiltinEngineer, teacherPropose, type Packet } from '../../policies/engineer/index.ts';
+import { FINDING_KINDS, componentsFor, diagnose, extractPacket, loadBuiltinEngineer, packetNames, teacherPropose, type Packet } from '../../policies/engineer/index.ts';
+import { ENV_NAMES, envDescriptor, type EnvName } from '../../envs/registry.ts';
+import { Rng } from '../../cluster/rng.ts';
 import { bootstrapGroups, type Interval } from '../report/bootstrap.ts';
 
 export interface ConditioningOptions {
   env: string;
   target: string;
-  /** `teacher` (the prompted editor), `fixed:FILE` (one patch for every packet: a packet-blind control), or an engineer: engineer.onnx / engineer-sft.onnx, or a run folder holding engineer.onnx */
+  /** `teacher` (the prompted editor), `teacher:KIND` (all the teacher's mechanisms for one finding kind), `fixed:FILE` (one patch for every packet: a packet-blind control), or an engineer: engineer.onnx / engineer-sft.onnx, or a run folder holding engineer.onnx */
   engineer: string;
   /** held-out batches (packets). @default 8 */
   batches?: number;
@@ -77,6 +78,27 @@ type Proposer = (p: Packet) => Promise<unknown>;
 
 function proposer(spec: string, seed: number): Proposer {
   if (spec === 'teacher') return async (p) => teacherPropose(p, { k: 1, seed })[0]?.patch ?? null;
+  if (spec.startsWith('teacher:')) {
+    // the teacher's mechanisms for one finding kind, all of them (an ablation: which finding's fixes carry the gain)
+    const kind = spec.slice(8);
+    if (!(FINDING_KINDS as readonly string[]).includes(kind)) throw new ConfigError('--engineer', `teacher:${kind}: not a finding kind; use one of ${FINDING_KINDS.join(', ')}`);
+    return async (p) => {
+      const known = new Set(packetNames(p));
+      const f = diagnose(p).find((x) => x.kind === kind);
+      if (!f) return null;
+      const comps = componentsFor({ ...f, ...(f.names ? { names: f.names.filter((n) => known.has(n)) } : {}) }, (ENV_NAMES as readonly string[]).includes(p.env) ? (p.env as EnvName) : 'other', new Rng(`teacher:${kind}|${seed}`));
+      const skills = [...new Set(comps.flatMap((c) => (c.skill !== undefined ? [c.skill] : [])))].slice(0, 5);
+      const names = new Set<string>();
+      const hooks = comps.filter((c) => c.rule || c.code).filter((c) => {
+        const n = c.rule?.name ?? c.code?.name;
+        if (n && names.has(n)) return false;
+        if (n) names.add(n);
+        return true;
+      }).slice(0, 6);
+      const patch = { ...(skills.length ? { skills } : {}), rules: hooks.flatMap((c) => (c.rule ? [c.rule] : [])), code: hooks.flatMap((c) => (c.code ? [c.code] : [])) };
+      return skills.length + hooks.length ? toPatch(patch) : null;
+    };
+  }
   if (spec.startsWith('fixed:')) {
     // a packet-blind control: the same patch whatever the packet (its gain is 0 by construction)
     const file = spec.slice(6);

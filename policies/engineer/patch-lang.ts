@@ -972,7 +972,8 @@ const ALF_NAME = /(?:^|\b(?:to|take|from|in|on|open|close|examine|use|heat|cool|
 
 /**
  * The names a packet shows, in order of first appearance (at most MAX_REFS, ≤ 40 characters):
- * ALFWorld objects and places named in actions (`drawer 5`, `tomato 2`), DBBench tables and
+ * ALFWorld objects and places named in actions (`drawer 5`, `tomato 2`) and objects of the goal's
+ * kinds its observations showed (`butterknife 2` for a butterknife goal), DBBench tables and
  * columns of the goals and the tables and columns SQL errors name, WebShop searches and clicks.
  */
 export function packetNames(p: Packet): string[] {
@@ -996,6 +997,9 @@ export function packetNames(p: Packet): string[] {
       }
     } else {
       for (const l of e.excerpt) for (const m of l.action.matchAll(ALF_NAME)) add(m[1]);
+      // objects of the goal's kinds that an observation showed (`a butterknife 2`)
+      const kinds = new Set(e.goal.toLowerCase().match(/[a-z]+/g) ?? []);
+      for (const l of e.excerpt) for (const m of l.observation.matchAll(/\b([a-z]+) (\d+)\b/g)) if (kinds.has(m[1]!)) add(`${m[1]} ${m[2]}`);
     }
   }
   return out;

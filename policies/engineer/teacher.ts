@@ -22,7 +22,7 @@ export const DEFAULT_K = 4;
 
 export const FINDING_KINDS = [
   'loop', 'noop', 'invalid_format', 'sql_error', 'invalid_click', 'step_limit', 'early_finish', 'revisit',
-  'hallucinated', 'missing_table', 'unknown_column', 'empty_answer', 'no_options',
+  'hallucinated', 'missing_table', 'unknown_column', 'empty_answer', 'no_options', 'seen_target',
 ] as const;
 
 /** A failure the teacher reads off a packet, with how many shown episodes show it. */
@@ -33,6 +33,8 @@ export interface Finding {
   evidence: string;
   /** names the packet showed for it (a hallucinated object, a missing table, an unknown column) */
   names?: string[];
+  /** seen_target: per failed episode, a word of its goal and the place an observation showed such an object at */
+  seen?: { word: string; object: string; place: string }[];
 }
 
 /** One candidate patch with the reasoning behind it. */
@@ -96,7 +98,24 @@ export function diagnose(p: Packet): Finding[] {
   add('unknown_column', cols.filter((x) => x.length).length, `columns that do not exist: ${[...new Set(cols.flat())].join(', ')}`, [...new Set(cols.flat())]);
   add('empty_answer', eps.filter((e) => e.excerpt.some((l) => /Final Answer:\s*\[\s*\]/.test(l.action))).length, 'answers that were an empty list');
   add('no_options', eps.filter((e) => e.excerpt.some((l) => l.action === 'click[buy now]') && !e.excerpt.some((l) => /^click\[/.test(l.action) && !/^click\[(buy now|<product|back to search|next|prev|description|features|reviews|attributes)/i.test(l.action))).length, 'purchases made without choosing an option');
+  // the object the goal asks for, seen in an observation (ALFWorld): where it was
+  const seen = eps.flatMap((e) => seenTarget(e) ?? []);
+  if (seen.length) out.push({ kind: 'seen_target', episodes: seen.length, evidence: seen.map((x) => `${x.object} at ${x.place}`).join(', '), seen, names: [...new Set(seen.flatMap((x) => [x.object, x.place]))] });
   return out.sort((a, b) => b.episodes - a.episodes || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+}
+
+/** ALFWorld: the first object of the goal's first kind an observation showed after `go to P` / `open P`, and P */
+function seenTarget(e: PacketEpisode): { word: string; object: string; place: string } | null {
+  if (e.env !== 'alfworld') return null;
+  const m = /^(?:put|look at|examine)\s+(?:a |an |some |two )?(?:clean |hot |cool |cold )?([a-z]+)/i.exec(e.goal.replace(/^your task is to:\s*/i, ''));
+  const word = m?.[1]?.toLowerCase();
+  if (!word) return null;
+  for (const l of e.excerpt) {
+    const place = /^(?:go to|open) ([a-z]+ \d+)$/.exec(l.action)?.[1];
+    const obj = new RegExp(`\\b(${word} \\d+)\\b`).exec(l.observation)?.[1];
+    if (place && obj) return { word, object: obj, place };
+  }
+  return null;
 }
 
 // ---------------------------------------------------------------- components
@@ -217,6 +236,16 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
         { code: code(rng, 'closest', 'preAction', [['closest_admissible', 'r']]), why: 'invalid clicks: rewrite to the closest button on the page' },
         { rule: rule('click-block', 'preAction', { pred: 'proposedInadmissible' }, { type: 'block_and_prompt', message: "'{{proposed.action}}' is not a valid action here. Only choose from the admissible actions, with the exact object names and numbers." }), why: 'invalid clicks: block clicks that are not on the page' },
       ];
+    case 'seen_target': {
+      // the excerpts showed where a goal's object was: say so for tasks of that goal, or go there first
+      const known = (f.seen ?? []).filter((x) => (f.names ?? []).includes(x.place) && (f.names ?? []).includes(x.object)).slice(0, 3);
+      if (known.length === 0) return [];
+      return [
+        ...known.map((x) => ({ rule: rule(undefined, 'preDecision', { all: [{ path: 'task.goal', contains: x.word }, { path: 'step', lt: pick([3, 5, 10]) }] }, { type: 'hint', message: `The ${x.object} is at the ${x.place}.` }), why: `seen target: ${x.object} was seen at ${x.place} in a failed episode of a ${x.word} goal` })),
+        ...known.map((x) => ({ rule: rule(undefined, 'preAction', { all: [{ path: 'task.goal', contains: x.word }, { path: 'step', equals: 0 }] }, { type: 'rewrite_action', action: `go to ${x.place}` }), why: `seen target: a ${x.word} goal starts at ${x.place}, where the excerpt showed ${x.object}` })),
+        ...known.map((x) => ({ rule: rule(undefined, 'preAction', { all: [{ path: 'task.goal', contains: x.word }, { path: 'last.action', equals: `go to ${x.place}` }, { path: 'last.observation', contains: x.object }, { not: { path: 'proposed.action', matches: '^take' } }] }, { type: 'rewrite_action', action: `take ${x.object} from ${x.place}` }), why: `seen target: at ${x.place}, with ${x.object} in view, take it` })),
+      ];
+    }
     case 'early_finish':
       return [
         { skill: env === 'dbbench' ? 'Do not answer until you have run a query that gives the answer.' : env === 'webshop' ? 'Before buying, select the options the instruction names (size, color), then check the price and buy.' : 'Check that every part of the goal is done before you finish.', why: `early finish (${f.evidence}): verify before finishing` },
