@@ -243,7 +243,7 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
       return [
         ...known.map((x) => ({ rule: rule(undefined, 'preDecision', { all: [{ path: 'task.goal', contains: x.word }, { path: 'step', lt: pick([3, 5, 10]) }] }, { type: 'hint', message: `The ${x.object} is at the ${x.place}.` }), why: `seen target: ${x.object} was seen at ${x.place} in a failed episode of a ${x.word} goal` })),
         ...known.map((x) => ({ rule: rule(undefined, 'preAction', { all: [{ path: 'task.goal', contains: x.word }, { path: 'step', equals: 0 }] }, { type: 'rewrite_action', action: `go to ${x.place}` }), why: `seen target: a ${x.word} goal starts at ${x.place}, where the excerpt showed ${x.object}` })),
-        ...known.map((x) => ({ rule: rule(undefined, 'preAction', { all: [{ path: 'task.goal', contains: x.word }, { path: 'last.action', equals: `go to ${x.place}` }, { path: 'last.observation', contains: x.object }, { not: { path: 'proposed.action', matches: '^take' } }] }, { type: 'rewrite_action', action: `take ${x.object} from ${x.place}` }), why: `seen target: at ${x.place}, with ${x.object} in view, take it` })),
+        ...known.map((x) => ({ rule: rule(undefined, 'preAction', { all: [{ path: 'task.goal', contains: x.word }, { path: 'last.action', equals: `go to ${x.place}` }, { path: 'last.observation', contains: x.object }] }, { type: 'rewrite_action', action: `take ${x.object} from ${x.place}` }), why: `seen target: at ${x.place}, with ${x.object} in view, take it` })),
       ];
     }
     case 'early_finish':
