@@ -22,7 +22,7 @@ import { extractPacket } from '../policies/engineer/index.ts';
 import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson } from '../harness/index.ts';
 import { ValueModel, rankCandidates } from '../policies/scorer/index.ts';
-import { BOS_ID, DEFAULT_PROMPT_TOKENS, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PAD_ID, engineerPromptTokens, packetNames, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
+import { BOS_ID, DEFAULT_PROMPT_TOKENS, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PATCH_LANG_VERSION, PAD_ID, engineerPromptTokens, packetNames, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 
 export const TrainConfigSchema = z
   .object({
@@ -169,7 +169,8 @@ interface ResumeState {
 export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l: string) => void = (l) => process.stderr.write(`${l}\n`), opts: { resume?: boolean } = {}): Promise<TrainResult> {
   const pairs = trainPairs(cfg);
   const splitOf = (env: string) => cfg.split ?? envDescriptor(env).splits.train;
-  const hash = createHash('sha256').update(canonicalJson(cfg)).digest('hex').slice(0, 10);
+  // the language version too: a checkpoint of another vocabulary cannot be resumed
+  const hash = createHash('sha256').update(canonicalJson({ cfg, lang: PATCH_LANG_VERSION })).digest('hex').slice(0, 10);
   const out = cfg.out ?? join('runs', `train-${pairs.map((p) => p.env).join('+')}-${hash}`);
   mkdirSync(join(out, 'checkpoints'), { recursive: true });
   writeFileSync(join(out, 'config.json'), `${JSON.stringify(cfg, null, 2)}\n`);

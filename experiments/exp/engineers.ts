@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Cluster } from '../../cluster/client.ts';
 import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';
 import { DECODE_PATH_VERSION } from '../../learner/sampling.ts';
+import { PATCH_LANG_VERSION } from '../../policies/engineer/patch-lang.ts';
 import { resolveTrainConfig, trainEngineer } from '../train.ts';
 
 /** The default train config the engineers of an experiment are trained with. */
@@ -16,7 +17,7 @@ export const ENGINEER_TRAIN_CONFIG = 'experiments/configs/train.default.yaml';
 
 /** The folder the engineers of (target, seed) are cached in. */
 export function engineersDir(target: string, seed: number): string {
-  return join('runs', 'engineers', createHash('sha256').update(`${target}|${seed}|${SIM_VERSION}|d${DECODE_PATH_VERSION}`).digest('hex').slice(0, 10));
+  return join('runs', 'engineers', createHash('sha256').update(`${target}|${seed}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}`).digest('hex').slice(0, 10));
 }
 
 /** Train (or find trained earlier) one engineer per env on `cluster`; returns the folder for `--engineer`. */

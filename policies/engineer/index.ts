@@ -58,6 +58,8 @@ export { OpenAIEngineer, openAIEngineerFromSpec, parseEngineerReply, engineerPro
 export {
   ENGINEER_VOCAB,
   ENGINEER_VOCAB_SIZE,
+  PATCH_LANG_VERSION,
+  grammarSpaceLog10,
   PATCH_OPEN_ID,
   MAX_COMPLETION_TOKENS,
   DEFAULT_PROMPT_TOKENS,

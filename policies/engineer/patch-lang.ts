@@ -173,6 +173,13 @@ export function engineerToken(id: number): string | undefined {
   return ENGINEER_VOCAB[id];
 }
 
+/**
+ * Bump when the prompt, the grammar or the vocabulary changes: an engineer trained under another
+ * version reads and writes other tokens (experiments key their cached engineers by it).
+ * 2: the packet's names and excerpts in, the whole patch language out (1 was the 46-item menu).
+ */
+export const PATCH_LANG_VERSION = 2;
+
 /** Completion length bound: `<patch>` … `<eos>`. */
 export const MAX_COMPLETION_TOKENS = 192;
 /** Failed episodes the prompt renders (the packet's first, in its selection order). @default 6 */
