@@ -38,6 +38,10 @@ test('bench conditioning - the teacher on a learned target: own, other and empty
     t.is(blind.own_delta, blind.other_delta);
     await t.throwsAsync(benchConditioning(rt.cluster, { env: 'alfworld', target: TARGET, engineer: 'teacher', batches: 1, out: dir, log: () => {} }), { instanceOf: ConfigError, message: /at least 2 batches/ });
     await t.throwsAsync(benchConditioning(rt.cluster, { env: 'alfworld', target: TARGET, engineer: `fixed:${join(dir, 'nope.json')}`, out: dir, log: () => {} }), { instanceOf: ConfigError, message: /not a readable patch file/ });
+    await t.throwsAsync(benchConditioning(rt.cluster, { env: 'alfworld', target: TARGET, engineer: 'teacher:nope', out: dir, log: () => {} }), { instanceOf: ConfigError, message: /not a finding kind/ });
+    // one finding's mechanisms: a patch only where the packet shows that finding
+    const one = await benchConditioning(rt.cluster, { env: 'alfworld', target: TARGET, engineer: 'teacher:noop', batches: 3, size: 6, out: dir, log: () => {} });
+    t.is(one.valid_rate, 1);
   } finally {
     await rt.shutdown();
     rmSync(dir, { recursive: true, force: true });
