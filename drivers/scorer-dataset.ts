@@ -102,18 +102,21 @@ export function outcomesKey(o: OutcomeOptions): string {
 
 /**
  * A random walk of the patch grammar (no packet names): `<patch>`, then items whose tokens are
- * drawn uniformly from what the grammar admits; after each finished item the walk stops with
- * probability 1/3, and after `maxItems` items it stops.
+ * drawn uniformly from what the grammar admits, except that a text ends with probability 1/4 where
+ * it may; after each finished item the walk stops with probability 1/3, and after `maxItems` items.
  */
 export function randomWalkPatch(rng: Rng, maxItems = 5): Patch {
   const g = new PatchGrammar(0);
   const starts = new Set(['<skill>', '<rule>', '<code>'].map((t) => ENGINEER_VOCAB.indexOf(t)));
+  const END = ENGINEER_VOCAB.indexOf('<end>');
   const ids: number[] = [];
   let items = 0;
   for (;;) {
     const allowed = g.allowed(ids);
     let id: number;
     if (allowed.includes(EOS_ID) && allowed.length > 1) id = items >= maxItems || (items > 0 && rng.chance(1 / 3)) ? EOS_ID : rng.pick(allowed.filter((x) => x !== EOS_ID));
+    // a text or a block list ends with probability 1/4 where it may (uniform tokens would run every text to its 40 atoms)
+    else if (allowed.includes(END) && allowed.length > 1 && rng.chance(1 / 4)) id = END;
     else id = rng.pick(allowed);
     ids.push(id);
     if (starts.has(id)) items++;

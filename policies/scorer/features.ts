@@ -1,15 +1,15 @@
 /**
  * Fixed numeric features of a (packet, patch) candidate, the input of the validation and reward
  * models: packet signal totals and counts, the env one-hot and the diagnosis; the patch as a
- * multi-hot over the grammar's structural tokens (hooks, predicates, paths, comparisons, effects,
- * blocks) plus counts per hook. Pure; same input → same vector.
+ * few counts over the grammar's structural groups (effects, blocks, conditions, templates) plus
+ * counts per hook and the text size. Pure; same input → same vector.
  */
 import { ENV_NAMES } from '../../envs/registry.ts';
 import { toPatch, type Patch } from '../../harness/index.ts';
-import { STRUCTURE_TOKENS, FINDING_KINDS, engineerToken, patchToTokens, diagnose, packetNames, type Packet } from '../engineer/index.ts';
+import { BLOCKS, FINDING_KINDS, engineerToken, patchToTokens, diagnose, packetNames, type Packet } from '../engineer/index.ts';
 
 /** Bump when the vector changes; models record it and refuse a mismatch. */
-export const FEATURE_VERSION = 2;
+export const FEATURE_VERSION = 3;
 
 // the shipped envs only: the vector's layout must not change with registered envs
 const ENVS = [...ENV_NAMES, 'other'] as const;
@@ -28,15 +28,26 @@ export const PACKET_FEATURE_NAMES: readonly string[] = [
   ...FINDINGS.map((f) => `finding:${f}`),
 ];
 
+/** The grammar's structural tokens, grouped: a vector short enough for a few hundred training rows. */
+const GROUPS: readonly { name: string; test: (t: string) => boolean }[] = [
+  ...['skill', 'tool_hint', 'note', 'hint', 'block_and_prompt', 'rewrite_action', 'force_action', 'inject_hint'].map((e) => ({ name: `eff:${e}`, test: (t: string) => t === `<eff:${e}>` })),
+  ...BLOCKS.map((b) => ({ name: `blk:${b.id}`, test: (t: string) => t === `<blk:${b.id}>` })),
+  { name: 'cond:pred', test: (t) => t.startsWith('<pred:') },
+  { name: 'cond:path', test: (t) => t.startsWith('<path:') },
+  { name: 'cond:tree', test: (t) => t === '<all>' || t === '<any>' || t === '<not>' },
+  { name: 'text:template', test: (t) => t.startsWith('<tpl:') },
+];
+
 /** Names of the patch part of the vector, in order. */
 export const PATCH_FEATURE_NAMES: readonly string[] = [
-  ...STRUCTURE_TOKENS.map((t) => `tok:${t}`),
+  ...GROUPS.map((g) => `grp:${g.name}`),
   'patch:in_grammar',
   'patch:skills',
   'patch:rules',
   'patch:code',
   ...HOOKS.flatMap((h) => [`rule:${h}`, `code:${h}`]),
   'patch:components',
+  'patch:log_text_chars',
 ];
 
 export const FEATURE_NAMES: readonly string[] = [...PACKET_FEATURE_NAMES, ...PATCH_FEATURE_NAMES];
@@ -59,23 +70,19 @@ export function packetFeatures(p: Packet): number[] {
   return out;
 }
 
-const STRUCT_INDEX = new Map(STRUCTURE_TOKENS.map((t, i) => [t, i]));
-
-/** The patch part: a multi-hot over the grammar's structural tokens, whether the patch is in the grammar's space, counts per kind and hook. */
+/** The patch part: counts of the grammar's structural groups (effects, blocks, conditions, templates), whether the patch is in the grammar's space, counts per kind and hook, text size. */
 export function patchFeatures(patch: unknown, names: readonly string[] = []): number[] {
   const p: Patch = toPatch(patch);
-  const hot = new Array<number>(STRUCTURE_TOKENS.length).fill(0);
-  const toks = patchToTokens(p, names);
-  for (const id of toks ?? []) {
-    const i = STRUCT_INDEX.get(engineerToken(id) ?? '');
-    if (i !== undefined) hot[i] = 1;
-  }
+  const toks = (patchToTokens(p, names) ?? []).map((id) => engineerToken(id) ?? '');
+  const grp = GROUPS.map((g) => Math.min(1, toks.filter(g.test).length / 4));
   const skills = p.skills?.length ?? 0;
   const rules = p.rules ?? [];
   const code = p.code ?? [];
-  const out = [...hot, toks ? 1 : 0, skills / 5, rules.length / 12, code.length / 12];
+  const out = [...grp, toks.length ? 1 : 0, skills / 5, rules.length / 12, code.length / 12];
   for (const h of HOOKS) out.push(rules.filter((r) => r.hook === h).length / 4, code.filter((c) => c.hook === h).length / 4);
   out.push((skills + rules.length + code.length) / 8);
+  const chars = [...(p.skills ?? []), ...rules.map((r) => JSON.stringify(r.effect))].reduce((n, x) => n + x.length, 0);
+  out.push(Math.log1p(chars) / 8);
   return out;
 }
 

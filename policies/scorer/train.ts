@@ -15,8 +15,8 @@ export const DEFAULT_HIDDEN = 32;
 export const DEFAULT_EPOCHS = 400;
 /** @default 0.01 */
 export const DEFAULT_LR = 0.01;
-/** @default 1e-4 */
-export const DEFAULT_WEIGHT_DECAY = 1e-4;
+/** @default 1e-2 (1e-4 overfitted the grammar's candidates: held-out MSE 0.108 against 0.082) */
+export const DEFAULT_WEIGHT_DECAY = 1e-2;
 
 export interface TrainOptions {
   /** training rows: features and outcomes */
@@ -31,7 +31,7 @@ export interface TrainOptions {
   epochs?: number;
   /** @default DEFAULT_LR (0.01) */
   lr?: number;
-  /** @default DEFAULT_WEIGHT_DECAY (1e-4) */
+  /** @default DEFAULT_WEIGHT_DECAY (1e-2) */
   weightDecay?: number;
   /** rows to predict with the torch models after training (the parity test uses them) */
   evalFeatures?: readonly number[][];

@@ -1,8 +1,8 @@
 import test from 'ava';
 import { Rng } from '../../../cluster/rng.ts';
-import { STRUCTURE_TOKENS, extractPacket, teacherPropose, composeSource } from '../../../policies/engineer/index.ts';
+import { extractPacket, teacherPropose, composeSource } from '../../../policies/engineer/index.ts';
 import { parsePatch } from '../../../harness/index.ts';
-import { FEATURE_DIM, FEATURE_NAMES, PACKET_FEATURE_NAMES, candidateFeatures, packetFeatures, patchFeatures } from '../../../policies/scorer/index.ts';
+import { FEATURE_DIM, FEATURE_NAMES, PACKET_FEATURE_NAMES, PATCH_FEATURE_NAMES, candidateFeatures, packetFeatures, patchFeatures } from '../../../policies/scorer/index.ts';
 import { randomWalkPatch, candidatePool } from '../../../drivers/index.ts';
 import { record, steps } from '../engineer/helpers.ts';
 
@@ -30,16 +30,19 @@ test('features - env one-hot and batch rates come from the packet', (t) => {
   t.is(f[FEATURE_NAMES.indexOf('batch:won_rate')], 0.5);
 });
 
-test('features - the patch multi-hot marks the grammar\'s structural tokens it uses', (t) => {
+test('features - the patch part counts the grammar\'s structural groups it uses', (t) => {
   const patch = { rules: [{ hook: 'preAction', when: { pred: 'proposedInadmissible' }, effect: { type: 'block_and_prompt', message: 'Try a different action.' } }], code: [{ hook: 'preAction', source: composeSource('preAction', [{ id: 'closest_admissible', params: [2] }]) }] };
   const f = patchFeatures(patch);
-  const hot = f.slice(0, STRUCTURE_TOKENS.length);
-  t.deepEqual(hot.map((x, i) => (x ? STRUCTURE_TOKENS[i] : null)).filter(Boolean).sort(), ['<blk:closest_admissible>', '<eff:block_and_prompt>', '<hook:preAction>', '<pred:proposedInadmissible>', '<when>'].sort());
-  t.is(f[STRUCTURE_TOKENS.length], 1, 'in_grammar');
-  // a patch outside the grammar's space (a hand-written code hook): no hot bit, in_grammar 0
+  const at = (n: string) => f[PATCH_FEATURE_NAMES.indexOf(n)]!;
+  const groups = PATCH_FEATURE_NAMES.filter((n) => n.startsWith('grp:'));
+  t.deepEqual(groups.filter((n) => at(n) > 0).sort(), ['grp:blk:closest_admissible', 'grp:cond:pred', 'grp:eff:block_and_prompt'].sort());
+  t.is(at('patch:in_grammar'), 1);
+  t.is(at('rule:preAction'), 1 / 4);
+  t.is(at('code:preAction'), 1 / 4);
+  // a patch outside the grammar's space (a hand-written code hook): no group, in_grammar 0
   const off = patchFeatures({ code: [{ hook: 'preDecision', source: 'function hook(ctx, nb) { return null; }' }] });
-  t.is(off.slice(0, STRUCTURE_TOKENS.length).reduce((a, b) => a + b, 0), 0);
-  t.is(off[STRUCTURE_TOKENS.length], 0);
+  t.is(groups.reduce((s, n) => s + off[PATCH_FEATURE_NAMES.indexOf(n)]!, 0), 0);
+  t.is(off[PATCH_FEATURE_NAMES.indexOf('patch:in_grammar')], 0);
 });
 
 test('randomWalkPatch - seeded, valid under the patch schema, and varied', (t) => {
