@@ -6,10 +6,13 @@ import { init } from '../../cluster/init.ts';
 import { ConfigError } from '../../cluster/errors.ts';
 import { resolveTrainConfig, trainEngineer } from '../../experiments/train.ts';
 
+// the machinery, not the engineer's quality: the smallest model whose window holds a prompt and a patch
+const SMALL = { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 704 };
+
 test('train - SFT then GRPO end to end: the loss falls, every sampled patch parses, an ONNX engineer comes out', async (t) => {
   const out = join(tmpdir(), `hr1-train-${process.pid}`);
   rmSync(out, { recursive: true, force: true });
-  const cfg = resolveTrainConfig(undefined, { env: 'alfworld', target: 'sim/llama-3b', batchSize: 8, sft: { batches: 3, k: 3, epochs: 12, batchSize: 8 }, grpo: { iterations: 2, k: 4 }, out });
+  const cfg = resolveTrainConfig(undefined, { model: SMALL, env: 'alfworld', target: 'sim/llama-3b', batchSize: 8, sft: { batches: 3, k: 3, epochs: 12, batchSize: 8 }, grpo: { iterations: 2, k: 4 }, out });
   const rt = await init({ inProcess: true });
   try {
     const r = await trainEngineer(rt.cluster, cfg, () => {});
@@ -37,7 +40,7 @@ test('train - one engineer for several envs: SFT data from each, GRPO iterations
   t.timeout(600_000);
   const out = join(tmpdir(), `hr1-train-all-${process.pid}`);
   rmSync(out, { recursive: true, force: true });
-  const cfg = resolveTrainConfig(undefined, { env: 'alfworld,webshop,dbbench', target: 'sim/llama-3b', batchSize: 6, sft: { batches: 1, k: 3, epochs: 3, batchSize: 8 }, grpo: { iterations: 3, k: 3 }, out });
+  const cfg = resolveTrainConfig(undefined, { model: SMALL, env: 'alfworld,webshop,dbbench', target: 'sim/llama-3b', batchSize: 6, sft: { batches: 1, k: 3, epochs: 3, batchSize: 8 }, grpo: { iterations: 3, k: 3 }, out });
   const rt = await init({ inProcess: true });
   try {
     const r = await trainEngineer(rt.cluster, cfg, () => {});
@@ -68,7 +71,7 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const cfgFile = join(dir, 'cfg.yaml');
-  writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 4, k: 4, temperature: 1.0 }\ncheckpointEvery: 2\n');
+  writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nmodel: { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 704 }\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 4, k: 4, temperature: 1.0 }\ncheckpointEvery: 2\n');
   const args = (out: string) => ['train', '--config', cfgFile, '--in-process', '--out', out];
   const full = hr1(args(join(dir, 'full')));
   t.is(await full.exited, 0, full.out());
@@ -102,7 +105,7 @@ test('train - with a validator, 2K patches are sampled and only the K ranked bes
     await trainValueModels({ rows, outDir: join(dir, 'models'), seed: 0, epochs: 60 });
     cache.close();
     const lines: string[] = [];
-    const cfg = resolveTrainConfig(undefined, { env: 'alfworld', target: 'sim/llama-3b', batchSize: 6, sft: { batches: 2, k: 2, epochs: 3, batchSize: 8 }, grpo: { iterations: 2, k: 3 }, validator: join(dir, 'models'), out: join(dir, 'run') });
+    const cfg = resolveTrainConfig(undefined, { model: SMALL, env: 'alfworld', target: 'sim/llama-3b', batchSize: 6, sft: { batches: 2, k: 2, epochs: 3, batchSize: 8 }, grpo: { iterations: 2, k: 3 }, validator: join(dir, 'models'), out: join(dir, 'run') });
     const r = await trainEngineer(rt.cluster, cfg, (l) => lines.push(l));
     t.true(lines.some((l) => /sampling 6, rerunning the best 3/.test(l)), lines.join('\n'));
     const g = r.iterations.filter((x) => x.phase === 'grpo');
