@@ -84,10 +84,9 @@ export async function benchConditioningCommand(o: BenchConditioningOptions): Pro
   const { benchConditioning } = await import('../bench/conditioning.ts');
   const { checkTarget } = await import('./targets.ts');
   const { ensureLmTargets, requireTargetEnvs } = await import('../exp/common.ts');
-  const envs = o.env.split(',').map((e) => e.trim());
-  const targets = o.target.split(',').map((x) => x.trim());
-  if (targets.length !== 1 && targets.length !== envs.length) throw new ConfigError('--target', `give one target, or one per env (${envs.length}); got ${targets.length}`);
-  const pairs = envs.map((env, i) => ({ env, target: targets.length === 1 ? targets[0]! : targets[i]! }));
+  const { trainPairs } = await import('../train.ts');
+  const pairs = trainPairs(o);
+  if (o.target.split(',').length !== 1 && o.target.split(',').length !== pairs.length) throw new ConfigError('--target', `give one target, or one per env (${pairs.length}); got ${o.target.split(',').length}`);
   for (const p of pairs) {
     checkTarget(p.target);
     requireTargetEnvs(p.target, [p.env], 'target');

@@ -392,7 +392,7 @@ type Frame =
   | { k: 'when'; hook: HookName }
   | { k: 'effect'; hook: HookName }
   | { k: 'key' }
-  | { k: 'value'; note: boolean }
+  | { k: 'value' }
   | { k: 'cond'; depth: number }
   | { k: 'list'; depth: number; n: number }
   | { k: 'op'; type: PathType }
@@ -574,7 +574,6 @@ export class PatchGrammar {
         return [...KEY_ID.values()];
       case 'value': {
         const out = [TRUE, FALSE, NULL, ...Array.from({ length: 64 }, (_, i) => COUNT_BASE + i)];
-        if (!top.note) out.length = 0;
         const f: Extract<Frame, { k: 'text' }> = { k: 'text', mode: 'value', atoms: 0, chars: 0, sub: 0 };
         return [...out, ...this.textAtomIds(f)];
       }
@@ -636,7 +635,7 @@ export class PatchGrammar {
         break;
       case 'effect': {
         const e = EFFECT_TYPES.find((x) => EFF_ID.get(x) === id)!;
-        if (e === 'note') push({ k: 'value', note: true }, { k: 'key' });
+        if (e === 'note') push({ k: 'value' }, { k: 'key' });
         else push({ k: 'text', mode: e === 'skill' || e === 'tool_hint' ? 'text' : e === 'rewrite_action' || e === 'force_action' ? 'action' : 'msg', atoms: 0, chars: 0, sub: 0 });
         break;
       }
@@ -975,7 +974,8 @@ export function patchToTokens(patch: unknown, names: readonly string[] = []): nu
 
 // ---------------------------------------------------------------- the prompt
 
-const ALF_NAME = /(?:^|\b(?:to|take|from|in|on|open|close|examine|use|heat|cool|clean|with|put|toggle)\s)([a-z]+ \d+)/g;
+/** an ALFWorld action's object or place (`go to drawer 5` → `drawer 5`); the teacher reads it too */
+export const ALF_NAME = /(?:^|\b(?:to|take|from|in|on|open|close|examine|use|heat|cool|clean|with|put|toggle)\s)([a-z]+ \d+)/g;
 
 /**
  * The names a packet shows, in order of first appearance (at most MAX_REFS, ≤ 40 characters):

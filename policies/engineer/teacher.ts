@@ -15,7 +15,7 @@ import { Rng, hashString } from '../../cluster/rng.ts';
 import { patchHash, toPatch, type CodeHook, type Cond, type HookName, type Patch, type Rule } from '../../harness/index.ts';
 import { BLOCK_INDEX, composeSource, type BlockUse } from './blocks.ts';
 import { packetHash, type Packet, type PacketEpisode } from './packet.ts';
-import { packetNames } from './patch-lang.ts';
+import { ALF_NAME, packetNames } from './patch-lang.ts';
 
 /** Proposals per packet. @default 4 */
 export const DEFAULT_K = 4;
@@ -47,7 +47,6 @@ export interface Proposal {
   rationale: string[];
 }
 
-const ALF_ACTION_NAME = /(?:^|\b(?:to|take|from|in|on|open|close|examine|use|heat|cool|clean|with|put|toggle)\s)([a-z]+ \d+)/g;
 
 /** names an ALFWorld episode's actions used that none of its observations mentions, with a no-op */
 function hallucinatedNames(e: PacketEpisode): string[] {
@@ -55,7 +54,7 @@ function hallucinatedNames(e: PacketEpisode): string[] {
   const out: string[] = [];
   for (const l of e.excerpt) {
     if (!l.flags.includes('N')) continue;
-    for (const m of l.action.matchAll(ALF_ACTION_NAME)) {
+    for (const m of l.action.matchAll(ALF_NAME)) {
       const n = m[1]!;
       if (!seen.includes(n) && !out.includes(n)) out.push(n);
     }
