@@ -15,9 +15,8 @@ import { ConfigError } from '../../cluster/errors.ts';
 import { EpisodeCache, makeBatches, rewardOf, rollout } from '../../drivers/index.ts';
 import { canonicalJson, patchHash, toPatch } from '../../harness/index.ts';
 import type { EpisodeRecord } from '../../harness/types.ts';
-import { FINDING_KINDS, componentsFor, diagnose, extractPacket, loadBuiltinEngineer, packetNames, teacherPropose, type Packet } from '../../policies/engineer/index.ts';
-import { ENV_NAMES, envDescriptor, type EnvName } from '../../envs/registry.ts';
-import { Rng } from '../../cluster/rng.ts';
+import { FINDING_KINDS, extractPacket, loadBuiltinEngineer, teacherForFinding, teacherPropose, type Packet } from '../../policies/engineer/index.ts';
+import { envDescriptor } from '../../envs/registry.ts';
 import { bootstrapGroups, type Interval } from '../report/bootstrap.ts';
 
 export interface ConditioningOptions {
@@ -55,6 +54,8 @@ export interface ConditioningResult {
   conditioning_gain: Interval;
   /** own − empty, paired per episode, with its 95 % interval */
   empty_gain: Interval;
+  /** mean per-episode intervention rate (actions the patch forced or rewrote, per step) of the own patches */
+  own_intervention_rate: number;
   /** share of batches whose own patch is the other packet's patch (1: the input is ignored) */
   same_patch_rate: number;
   /** valid patches among the own patches */
@@ -82,22 +83,7 @@ function proposer(spec: string, seed: number): Proposer {
     // the teacher's mechanisms for one finding kind, all of them (an ablation: which finding's fixes carry the gain)
     const kind = spec.slice(8);
     if (!(FINDING_KINDS as readonly string[]).includes(kind)) throw new ConfigError('--engineer', `teacher:${kind}: not a finding kind; use one of ${FINDING_KINDS.join(', ')}`);
-    return async (p) => {
-      const known = new Set(packetNames(p));
-      const f = diagnose(p).find((x) => x.kind === kind);
-      if (!f) return null;
-      const comps = componentsFor({ ...f, ...(f.names ? { names: f.names.filter((n) => known.has(n)) } : {}) }, (ENV_NAMES as readonly string[]).includes(p.env) ? (p.env as EnvName) : 'other', new Rng(`teacher:${kind}|${seed}`));
-      const skills = [...new Set(comps.flatMap((c) => (c.skill !== undefined ? [c.skill] : [])))].slice(0, 5);
-      const names = new Set<string>();
-      const hooks = comps.filter((c) => c.rule || c.code).filter((c) => {
-        const n = c.rule?.name ?? c.code?.name;
-        if (n && names.has(n)) return false;
-        if (n) names.add(n);
-        return true;
-      }).slice(0, 6);
-      const patch = { ...(skills.length ? { skills } : {}), rules: hooks.flatMap((c) => (c.rule ? [c.rule] : [])), code: hooks.flatMap((c) => (c.code ? [c.code] : [])) };
-      return skills.length + hooks.length ? toPatch(patch) : null;
-    };
+    return async (p) => teacherForFinding(p, kind as (typeof FINDING_KINDS)[number], { seed })?.patch ?? null;
   }
   if (spec.startsWith('fixed:')) {
     // a packet-blind control: the same patch whatever the packet (its gain is 0 by construction)
@@ -138,19 +124,20 @@ export async function benchConditioning(cluster: Cluster, o: ConditioningOptions
     }
     const own = await Promise.all(packets.map((p) => propose(p)));
     // the per-episode outcome of a patch on batch i (an invalid or missing patch plays vanilla)
-    const outcomes = async (i: number, patch: unknown): Promise<{ wins: number[]; valid: boolean; hash: string }> => {
-      if (patch === null) return { wins: bases[i]!.map(won), valid: true, hash: 'none' };
+    const rate = (rs: EpisodeRecord[]): number => rs.reduce((s, r) => s + (r.interventions?.rate ?? 0), 0);
+    const outcomes = async (i: number, patch: unknown): Promise<{ wins: number[]; valid: boolean; hash: string; interventions: number }> => {
+      if (patch === null) return { wins: bases[i]!.map(won), valid: true, hash: 'none', interventions: 0 };
       const spec = { env: o.env, target: o.target, episodes: batches[i]!, cache, base: bases[i]! };
       const r = await rewardOf(cluster, { ...spec, patch });
-      if (!r.valid) return { wins: bases[i]!.map(won), valid: false, hash: r.patchHash };
+      if (!r.valid) return { wins: bases[i]!.map(won), valid: false, hash: r.patchHash, interventions: 0 };
       const recs = (await rollout(cluster, { env: o.env, target: o.target, episodes: batches[i]!, patch }, { cache })).records;
-      return { wins: recs.map(won), valid: true, hash: r.patchHash };
+      return { wins: recs.map(won), valid: true, hash: r.patchHash, interventions: rate(recs) };
     };
     const hashOf = (p: unknown) => (p === null ? 'none' : patchHash(toPatch(p)));
     const gain: number[][] = [];
     const emptyGain: number[][] = [];
     const perBatch: ConditioningResult['per_batch'] = [];
-    const sums = { own: 0, other: 0, empty: 0, episodes: 0, same: 0, valid: 0 };
+    const sums = { own: 0, other: 0, empty: 0, episodes: 0, same: 0, valid: 0, interventions: 0 };
     for (let i = 0; i < n; i++) {
       const j = (i + 1) % n;
       const ownP = own[i]!;
@@ -170,6 +157,7 @@ export async function benchConditioning(cluster: Cluster, o: ConditioningOptions
       sums.episodes += base.length;
       if (canonicalJson(ownP) === canonicalJson(otherP)) sums.same++;
       if (a.valid) sums.valid++;
+      sums.interventions += a.interventions;
       log(`  batch ${i + 1}/${n}: Δ own ${row.own.toFixed(3)}, other packet's ${row.other.toFixed(3)}, empty packet's ${row.empty.toFixed(3)}${canonicalJson(ownP) === canonicalJson(otherP) ? ' (same patch)' : ''}`);
     }
     return {
@@ -184,6 +172,7 @@ export async function benchConditioning(cluster: Cluster, o: ConditioningOptions
       empty_delta: sums.empty / sums.episodes,
       conditioning_gain: bootstrapGroups(gain, { seed: `conditioning|${seed}` }),
       empty_gain: bootstrapGroups(emptyGain, { seed: `conditioning-empty|${seed}` }),
+      own_intervention_rate: sums.interventions / sums.episodes,
       same_patch_rate: sums.same / n,
       valid_rate: sums.valid / n,
       per_batch: perBatch,

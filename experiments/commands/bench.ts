@@ -109,5 +109,5 @@ export async function benchConditioningCommand(o: BenchConditioningOptions): Pro
     return;
   }
   const ci = (x: { mean: number; lo: number; hi: number }) => `${x.mean >= 0 ? '+' : ''}${x.mean.toFixed(3)} [${x.lo.toFixed(3)}, ${x.hi.toFixed(3)}]`;
-  console.log(table(['env', 'target', 'episodes', 'Δ own', 'Δ other packet', 'Δ empty packet', 'gain vs other (95% CI)', 'gain vs empty (95% CI)', 'same patch'], results.map((r) => [r.env, r.target, r.episodes, r.own_delta.toFixed(3), r.other_delta.toFixed(3), r.empty_delta.toFixed(3), ci(r.conditioning_gain), ci(r.empty_gain), `${(r.same_patch_rate * 100).toFixed(0)}%`])));
+  console.log(table(['env', 'target', 'episodes', 'Δ own', 'Δ other packet', 'Δ empty packet', 'gain vs other (95% CI)', 'gain vs empty (95% CI)', 'interventions (own)', 'same patch'], results.map((r) => [r.env, r.target, r.episodes, r.own_delta.toFixed(3), r.other_delta.toFixed(3), r.empty_delta.toFixed(3), ci(r.conditioning_gain), ci(r.empty_gain), `${(r.own_intervention_rate * 100).toFixed(1)}%`, `${(r.same_patch_rate * 100).toFixed(0)}%`])));
 }

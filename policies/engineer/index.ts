@@ -16,6 +16,9 @@ export {
   parsePacket,
   selectFailed,
   excerptOf,
+  alfGoalObject,
+  alfGoalText,
+  alfSighting,
   excerptLineText,
   Sanitizer,
   PacketSchema,
@@ -53,7 +56,7 @@ export {
   UNK_ID,
   DEFAULT_MAX_PACKET_TOKENS,
 } from './tokens.ts';
-export { teacherPropose, diagnose, componentsFor, DEFAULT_K, FINDING_KINDS, type Finding, type Proposal } from './teacher.ts';
+export { teacherPropose, teacherForFinding, diagnose, componentsFor, DEFAULT_K, FINDING_KINDS, type Finding, type Proposal } from './teacher.ts';
 export { OpenAIEngineer, openAIEngineerFromSpec, parseEngineerReply, engineerPrompt, PATCH_CONTRACT, type LlmCandidate, type OpenAIEngineerOptions } from './openai.ts';
 export {
   ENGINEER_VOCAB,

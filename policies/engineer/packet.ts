@@ -65,7 +65,7 @@ export interface PacketEpisode {
   signals: PacketSignals;
   /** the excerpt: the first line, then the last lines that fit the budget */
   excerpt: ExcerptLine[];
-  /** steps left out of the excerpt (between the first line and the tail) */
+  /** steps left out of the excerpt, in all its gaps (after the first line, around an ALFWorld sighting, before the tail) */
   omitted: number;
 }
 
@@ -264,10 +264,49 @@ export function excerptLineText(l: ExcerptLine): string {
 }
 
 /**
- * The history as runs of identical steps, trimmed to `budget` characters of text: the first line,
- * then as many of the last lines as fit; the last line always stays (clipped if it alone is over).
+ * The kind of object an ALFWorld goal is about (`put a clean butterknife in drawer.` → `butterknife`,
+ * `look at cd under the desklamp.` → `cd`), or null for a goal of another form.
  */
-export function excerptOf(steps: readonly StepRecord[], env: string, clean: (s: string) => string, budget = DEFAULT_EXCERPT_CHARS): { lines: ExcerptLine[]; omitted: number } {
+export function alfGoalObject(goal: string): string | null {
+  const m = /^(?:your task is to:\s*)?(?:put|look at|examine|heat|cool|clean|find)\s+(?:a |an |some |two |the )?(?:clean |hot |cool |cold |heated |cooled )?([a-z]+)/i.exec(goal.trim());
+  return m ? m[1]!.toLowerCase() : null;
+}
+
+/**
+ * ALFWorld: the index of the first run where going to or opening a place showed an object of the
+ * goal's kind (`go to drawer 5 => … you see a cd 3`), the sighting a failed episode walked past.
+ */
+function sightingIndex(runs: readonly ExcerptLine[], env: string, goal: string | undefined): number {
+  if (env !== 'alfworld' || !goal) return -1;
+  const word = alfGoalObject(goal);
+  if (!word) return -1;
+  const rx = new RegExp(`\\b${word} \\d+\\b`);
+  return runs.findIndex((l) => /^(?:go to|open) [a-z]+ \d+$/.test(l.action) && rx.test(l.observation));
+}
+
+/** An ALFWorld goal as a rule matches it: without "Your task is to:" and the closing period. */
+export function alfGoalText(goal: string): string {
+  return goal.trim().replace(/^your task is to:\s*/i, '').replace(/\.\s*$/, '');
+}
+
+/**
+ * Where a failed ALFWorld episode's excerpt showed an object of its goal's kind: the goal (as
+ * {@link alfGoalText}), the kind, the object and the place gone to or opened; null when it did not.
+ */
+export function alfSighting(e: Pick<PacketEpisode, 'env' | 'goal' | 'excerpt'>): { goal: string; word: string; object: string; place: string } | null {
+  const i = sightingIndex(e.excerpt, e.env, e.goal);
+  if (i < 0) return null;
+  const l = e.excerpt[i]!;
+  const word = alfGoalObject(e.goal)!;
+  return { goal: alfGoalText(e.goal), word, object: new RegExp(`\\b(${word} \\d+)\\b`).exec(l.observation)![1]!, place: /^(?:go to|open) ([a-z]+ \d+)$/.exec(l.action)![1]! };
+}
+
+/**
+ * The history as runs of identical steps, trimmed to `budget` characters of text: the first line,
+ * in ALFWorld the first sighting of the goal's object (when `goal` is given), then as many of the
+ * last lines as fit; the last line always stays (clipped if it alone is over).
+ */
+export function excerptOf(steps: readonly StepRecord[], env: string, clean: (s: string) => string, budget = DEFAULT_EXCERPT_CHARS, goal?: string): { lines: ExcerptLine[]; omitted: number } {
   const runs: ExcerptLine[] = [];
   for (const s of steps) {
     const line: ExcerptLine = {
@@ -299,8 +338,15 @@ export function excerptOf(steps: readonly StepRecord[], env: string, clean: (s: 
   if (runs.length > 1 && used + cost(runs[0]!) + marker <= budget) {
     head.push(runs[0]!);
     used += cost(runs[0]!) + marker;
+    // the sighting, with its own gap marker, when it is not the first or the last line
+    const s = sightingIndex(runs, env, goal);
+    if (s > 0 && s < runs.length - 1 && used + cost(runs[s]!) + marker <= budget) {
+      head.push(runs[s]!);
+      used += cost(runs[s]!) + marker;
+    }
   }
-  for (let i = runs.length - 2; i >= head.length; i--) {
+  const stop = head.length ? runs.indexOf(head[head.length - 1]!) + 1 : 0;
+  for (let i = runs.length - 2; i >= stop; i--) {
     const l = runs[i]!;
     if (used + cost(l) > budget) break;
     tail.unshift(l);
@@ -340,7 +386,7 @@ export function extractPacket(records: readonly EpisodeRecord[], opts: PacketOpt
     const clean = (s: string): string => san.clean(s);
     const goal = oneLine(clean(r.goal), MAX_GOAL_CHARS);
     const signals = signalsOf(r, clean);
-    const { lines, omitted } = excerptOf(r.steps, r.env, clean, excerptChars);
+    const { lines, omitted } = excerptOf(r.steps, r.env, clean, excerptChars, goal);
     return { label: `E${i + 1}`, env: r.env, taskType: r.taskType, goal, status: statusOf(r), reward: r.outcome.reward, steps: r.steps.length, signals, excerpt: lines, omitted };
   });
   const tot = (f: (e: PacketEpisode) => number): { episodes: number; count: number } => ({
@@ -408,8 +454,8 @@ export function formatPacket(p: Packet): string {
     out.push(`signals: ${episodeSignals(e.signals)}`);
     out.push(`history${e.omitted > 0 ? ` (excerpt, ${e.omitted} of ${e.steps} steps left out)` : ''}:`);
     e.excerpt.forEach((l, i) => {
-      const gap = i === 0 ? l.from > 1 : e.excerpt[i - 1]!.to + 1 < l.from;
-      if (gap && e.omitted > 0) out.push(`  … ${e.omitted} steps left out …`);
+      const gap = l.from - (i === 0 ? 1 : e.excerpt[i - 1]!.to + 1);
+      if (gap > 0 && e.omitted > 0) out.push(`  … ${gap} step${gap === 1 ? '' : 's'} left out …`);
       out.push(excerptLineText(l));
     });
     if (e.excerpt.length === 0) out.push('  (no steps)');

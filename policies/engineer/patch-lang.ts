@@ -25,17 +25,17 @@
  * ```
  *
  * A code hook is composed from the tested blocks of blocks.ts with their parameters. The grammar
- * bounds sizes (≤ 5 skills, ≤ 6 rules and code hooks, ≤ 40 atoms per text, conditions of ≤ 40
+ * bounds sizes (≤ 5 skills, ≤ 12 rules and code hooks, ≤ 40 atoms per text, conditions of ≤ 40
  * nodes, MAX_COMPLETION_TOKENS in all) so that every admitted sequence fits the schema's limits,
  * and it only admits a token after which the completion can still be closed within the budget.
  */
 import { ENV_NAMES } from '../../envs/registry.ts';
 import { Rng } from '../../cluster/rng.ts';
 import { HOOKS, EFFECTS_BY_HOOK, PREDICATES, toPatch, type CodeHook, type Cond, type HookName, type Patch, type Rule } from '../../harness/index.ts';
-import { MAX_ACTION_CHARS, MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_SKILL_CHARS } from '../../harness/schema.ts';
+import { MAX_ACTION_CHARS, MAX_ENTRIES, MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_SKILL_CHARS } from '../../harness/schema.ts';
 import { BLOCKS, BLOCK_INDEX, composeSource, parseComposed, type BlockUse } from './blocks.ts';
 import { EngineerError } from './errors.ts';
-import type { Packet } from './packet.ts';
+import { alfSighting, type Packet } from './packet.ts';
 import { BOS_ID, EOS_ID, MAX_REFS, NUMBER_TOKENS, PAD_ID, SPELL_TOKENS, SYMBOL_TOKENS, VOCAB, VOCAB_SIZE, WORD_TOKENS, countToken, encodeText, envToken, episodeTokens, tokenId } from './tokens.ts';
 
 // ---------------------------------------------------------------- the language's inventory
@@ -178,20 +178,20 @@ export function engineerToken(id: number): string | undefined {
  * version reads and writes other tokens (experiments key their cached engineers by it).
  * 2: the packet's names and excerpts in, the whole patch language out (1 was the 46-item menu).
  */
-export const PATCH_LANG_VERSION = 2;
+export const PATCH_LANG_VERSION = 3;
 
 /** Completion length bound: `<patch>` … `<eos>`. */
-export const MAX_COMPLETION_TOKENS = 192;
+export const MAX_COMPLETION_TOKENS = 256;
 /** Failed episodes the prompt renders (the packet's first, in its selection order). @default 6 */
 export const PROMPT_EPISODES = 6;
 /** Prompt tokens of the engineer's input. @default 512 */
 export const DEFAULT_PROMPT_TOKENS = 512;
 export const MAX_SKILL_ITEMS = 5;
-export const MAX_HOOK_ITEMS = 6;
+export const MAX_HOOK_ITEMS = MAX_ENTRIES;
 const MAX_BLOCKS = 4;
 const MAX_LIST = 3;
 const MAX_DEPTH = 3;
-const NAME_CHARS = 40;
+const NAME_CHARS = 48;
 export { BOS_ID, EOS_ID, PAD_ID };
 
 type Mode = 'text' | 'msg' | 'action' | 'pattern' | 'value';
@@ -978,10 +978,13 @@ export function patchToTokens(patch: unknown, names: readonly string[] = []): nu
 export const ALF_NAME = /(?:^|\b(?:to|take|from|in|on|open|close|examine|use|heat|cool|clean|with|put|toggle)\s)([a-z]+ \d+)/g;
 
 /**
- * The names a packet shows, in order of first appearance (at most MAX_REFS, ≤ 40 characters):
- * ALFWorld objects and places named in actions (`drawer 5`, `tomato 2`) and objects of the goal's
- * kinds its observations showed (`butterknife 2` for a butterknife goal), DBBench tables and
- * columns of the goals and the tables and columns SQL errors name, WebShop searches and clicks.
+ * The names a packet shows (at most MAX_REFS, ≤ 48 characters). ALFWorld's come first by salience:
+ * for each shown episode whose excerpt saw an object of its goal's kind ({@link alfSighting}), its
+ * goal, that object and the place (`put a cd in drawer`, `cd 3`, `drawer 5`), so that `<ref:0>`,
+ * `<ref:1>`, `<ref:2>` are the first such sighting in every packet; then, in order of first
+ * appearance, objects and places named in actions (`drawer 5`, `tomato 2`) and objects of the
+ * goal's kinds its observations showed. DBBench: tables and columns of the goals and the tables
+ * and columns SQL errors name; WebShop: searches and clicks.
  */
 export function packetNames(p: Packet): string[] {
   const out: string[] = [];
@@ -989,6 +992,11 @@ export function packetNames(p: Packet): string[] {
     const t = s?.trim();
     if (t && t.length <= NAME_CHARS && !out.includes(t) && out.length < MAX_REFS) out.push(t);
   };
+  for (const e of p.episodes) {
+    const s = alfSighting(e);
+    // a triple or nothing: the rules that use it need all three
+    if (s && s.goal.length <= NAME_CHARS && out.length + 3 <= MAX_REFS && !out.includes(s.goal)) for (const n of [s.goal, s.object, s.place]) if (!out.includes(n)) out.push(n);
+  }
   for (const e of p.episodes) {
     if (e.env === 'dbbench') {
       add(/name of this table is (.+?), and the headers/i.exec(e.goal)?.[1]);

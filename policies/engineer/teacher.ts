@@ -12,10 +12,10 @@
  */
 import { ENV_NAMES, type EnvName } from '../../envs/registry.ts';
 import { Rng, hashString } from '../../cluster/rng.ts';
-import { patchHash, toPatch, type CodeHook, type Cond, type HookName, type Patch, type Rule } from '../../harness/index.ts';
+import { MAX_ENTRIES, MAX_SKILLS, patchHash, toPatch, type CodeHook, type Cond, type HookName, type Patch, type Rule } from '../../harness/index.ts';
 import { BLOCK_INDEX, composeSource, type BlockUse } from './blocks.ts';
-import { packetHash, type Packet, type PacketEpisode } from './packet.ts';
-import { ALF_NAME, packetNames } from './patch-lang.ts';
+import { alfSighting, packetHash, type Packet, type PacketEpisode } from './packet.ts';
+import { ALF_NAME, packetNames, patchToTokens } from './patch-lang.ts';
 
 /** Proposals per packet. @default 4 */
 export const DEFAULT_K = 4;
@@ -33,8 +33,8 @@ export interface Finding {
   evidence: string;
   /** names the packet showed for it (a hallucinated object, a missing table, an unknown column) */
   names?: string[];
-  /** seen_target: per failed episode, a word of its goal and the place an observation showed such an object at */
-  seen?: { word: string; object: string; place: string }[];
+  /** seen_target: per failed episode, its goal, the goal's kind of object, the object an observation showed and the place it showed it at */
+  seen?: { goal: string; word: string; object: string; place: string }[];
 }
 
 /** One candidate patch with the reasoning behind it. */
@@ -98,23 +98,9 @@ export function diagnose(p: Packet): Finding[] {
   add('empty_answer', eps.filter((e) => e.excerpt.some((l) => /Final Answer:\s*\[\s*\]/.test(l.action))).length, 'answers that were an empty list');
   add('no_options', eps.filter((e) => e.excerpt.some((l) => l.action === 'click[buy now]') && !e.excerpt.some((l) => /^click\[/.test(l.action) && !/^click\[(buy now|<product|back to search|next|prev|description|features|reviews|attributes)/i.test(l.action))).length, 'purchases made without choosing an option');
   // the object the goal asks for, seen in an observation (ALFWorld): where it was
-  const seen = eps.flatMap((e) => seenTarget(e) ?? []);
-  if (seen.length) out.push({ kind: 'seen_target', episodes: seen.length, evidence: seen.map((x) => `${x.object} at ${x.place}`).join(', '), seen, names: [...new Set(seen.flatMap((x) => [x.object, x.place]))] });
+  const seen = eps.flatMap((e) => alfSighting(e) ?? []);
+  if (seen.length) out.push({ kind: 'seen_target', episodes: seen.length, evidence: seen.map((x) => `${x.object} at ${x.place}`).join(', '), seen, names: [...new Set(seen.flatMap((x) => [x.goal, x.object, x.place]))] });
   return out.sort((a, b) => b.episodes - a.episodes || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
-}
-
-/** ALFWorld: the first object of the goal's first kind an observation showed after `go to P` / `open P`, and P */
-function seenTarget(e: PacketEpisode): { word: string; object: string; place: string } | null {
-  if (e.env !== 'alfworld') return null;
-  const m = /^(?:put|look at|examine)\s+(?:a |an |some |two )?(?:clean |hot |cool |cold )?([a-z]+)/i.exec(e.goal.replace(/^your task is to:\s*/i, ''));
-  const word = m?.[1]?.toLowerCase();
-  if (!word) return null;
-  for (const l of e.excerpt) {
-    const place = /^(?:go to|open) ([a-z]+ \d+)$/.exec(l.action)?.[1];
-    const obj = new RegExp(`\\b(${word} \\d+)\\b`).exec(l.observation)?.[1];
-    if (place && obj) return { word, object: obj, place };
-  }
-  return null;
 }
 
 // ---------------------------------------------------------------- components
@@ -236,14 +222,17 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
         { rule: rule('click-block', 'preAction', { pred: 'proposedInadmissible' }, { type: 'block_and_prompt', message: "'{{proposed.action}}' is not a valid action here. Only choose from the admissible actions, with the exact object names and numbers." }), why: 'invalid clicks: block clicks that are not on the page' },
       ];
     case 'seen_target': {
-      // the excerpts showed where a goal's object was: say so for tasks of that goal, or go there first
-      const known = (f.seen ?? []).filter((x) => (f.names ?? []).includes(x.place) && (f.names ?? []).includes(x.object)).slice(0, 3);
+      // the excerpt showed where a failed goal's object was: on a rerun of that task, go there
+      // first and take it when it is in view (the rules match that goal only)
+      const known = (f.seen ?? []).filter((x) => [x.goal, x.object, x.place].every((n) => (f.names ?? []).includes(n))).slice(0, MAX_ENTRIES / 2);
       if (known.length === 0) return [];
-      return [
-        ...known.map((x) => ({ rule: rule(undefined, 'preDecision', { all: [{ path: 'task.goal', contains: x.word }, { path: 'step', lt: pick([3, 5, 10]) }] }, { type: 'hint', message: `The ${x.object} is at the ${x.place}.` }), why: `seen target: ${x.object} was seen at ${x.place} in a failed episode of a ${x.word} goal` })),
-        ...known.map((x) => ({ rule: rule(undefined, 'preAction', { all: [{ path: 'task.goal', contains: x.word }, { path: 'step', equals: 0 }] }, { type: 'rewrite_action', action: `go to ${x.place}` }), why: `seen target: a ${x.word} goal starts at ${x.place}, where the excerpt showed ${x.object}` })),
-        ...known.map((x) => ({ rule: rule(undefined, 'preAction', { all: [{ path: 'task.goal', contains: x.word }, { path: 'last.action', equals: `go to ${x.place}` }, { path: 'last.observation', contains: x.object }] }, { type: 'rewrite_action', action: `take ${x.object} from ${x.place}` }), why: `seen target: at ${x.place}, with ${x.object} in view, take it` })),
-      ];
+      const hint = pick([false, false, true]);
+      return known.flatMap((x) => [
+        { rule: rule(undefined, 'preAction', { all: [{ path: 'task.goal', contains: x.goal }, { path: 'step', equals: 0 }] }, { type: 'rewrite_action', action: `go to ${x.place}` }), why: `seen target: the excerpt of "${x.goal}" showed ${x.object} at ${x.place}; start there` },
+        hint
+          ? { rule: rule(undefined, 'preDecision', { all: [{ path: 'task.goal', contains: x.goal }, { path: 'last.observation', contains: x.object }] }, { type: 'hint', message: `Take the ${x.object} from the ${x.place}.` }), why: `seen target: with ${x.object} in view, say to take it` }
+          : { rule: rule(undefined, 'preAction', { all: [{ path: 'task.goal', contains: x.goal }, { path: 'last.action', equals: `go to ${x.place}` }, { path: 'last.observation', contains: x.object }] }, { type: 'rewrite_action', action: `take ${x.object} from ${x.place}` }), why: `seen target: at ${x.place}, with ${x.object} in view, take it` },
+      ]);
     }
     case 'early_finish':
       return [
@@ -254,10 +243,17 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
 }
 
 /** proposal styles an editor might take; a seed picks among them */
-const STYLES = ['focused', 'broad', 'rules', 'skills', 'code', 'minimal'] as const;
+const STYLES = ['focused', 'broad', 'rules', 'skills', 'code', 'minimal', 'evidence'] as const;
 type Style = (typeof STYLES)[number];
 
-function assemble(findings: Finding[], env: Env, style: Style, rng: Rng): { patch: Patch; addresses: Finding['kind'][]; rationale: string[] } {
+/** findings read off the excerpts themselves (names, errors, sightings), not off the signal counts */
+const EVIDENCE: ReadonlySet<Finding['kind']> = new Set(['hallucinated', 'missing_table', 'unknown_column', 'empty_answer', 'no_options', 'seen_target']);
+
+function assemble(all: Finding[], env: Env, style: Style, rng: Rng): { patch: Patch; addresses: Finding['kind'][]; rationale: string[] } {
+  // an evidence proposal answers only what the excerpts showed (a focused one when they showed nothing)
+  const evidence = all.filter((f) => EVIDENCE.has(f.kind));
+  const findings = style === 'evidence' && evidence.length > 0 ? evidence : all;
+  if (style === 'evidence') style = 'focused';
   const n = style === 'minimal' ? 1 : style === 'focused' ? Math.min(2, findings.length) : Math.min(4, findings.length);
   // the most widespread first; a seed sometimes leads with the second; a broad proposal adds others at random
   const lead = findings.length > 1 && rng.next() < 0.3 ? [findings[1]!, findings[0]!] : findings.slice(0, 2);
@@ -273,14 +269,17 @@ function assemble(findings: Finding[], env: Env, style: Style, rng: Rng): { patc
     const want = (c: Component): boolean => (style === 'skills' ? c.skill !== undefined : style === 'rules' ? c.rule !== undefined : style === 'code' ? c.code !== undefined : true);
     let pool = comps.filter(want);
     if (pool.length === 0) pool = comps;
-    const take = style === 'minimal' ? 1 : style === 'focused' ? 2 : 1 + rng.int(2);
-    for (const c of rng.shuffle(pool).slice(0, take)) {
+    // a finding of per-episode facts (where each goal's object was seen) is written out whole, in
+    // order, up to the patch's entry limit; any other takes one or two of its components
+    const whole = f.kind === 'seen_target';
+    const take = whole ? comps.length : style === 'minimal' ? 1 : style === 'focused' ? 2 : 1 + rng.int(2);
+    for (const c of whole ? comps : rng.shuffle(pool).slice(0, take)) {
       const nm = c.rule?.name ?? c.code?.name;
       if (nm && names.has(nm)) continue;
       if (c.skill !== undefined) {
         if (skills.length >= 3 || skills.includes(c.skill)) continue;
         skills.push(c.skill);
-      } else if (rules.length + code.length >= 5) continue;
+      } else if (rules.length + code.length >= (whole ? MAX_ENTRIES : 5)) continue;
       else if (c.rule) rules.push(c.rule);
       else code.push(c.code!);
       if (nm) names.add(nm);
@@ -294,6 +293,55 @@ function assemble(findings: Finding[], env: Env, style: Style, rng: Rng): { patc
     ...(code.length ? { code } : {}),
   };
   return { patch, addresses: chosen.map((f) => f.kind), rationale };
+}
+
+/**
+ * The patch cut to what the engineer's grammar can write for the packet's names (its token budget):
+ * hooks dropped from the end (a finding written out whole, such as seen_target, loses its last
+ * goals first), then skills. Every proposal is therefore a sentence of the grammar.
+ */
+function fitGrammar(patch: Patch, names: readonly string[]): Patch {
+  let p = patch;
+  while (patchToTokens(p, names) === null) {
+    const rules = p.rules ?? [];
+    const code = p.code ?? [];
+    const skills = p.skills ?? [];
+    if (rules.length + code.length + skills.length <= 1) return p;
+    if (code.length > 0 && rules.length === 0) p = { ...p, code: code.slice(0, -1) };
+    else if (rules.length > 0) p = { ...p, rules: rules.slice(0, -1) };
+    else p = { ...p, skills: skills.slice(0, -1) };
+    for (const k of ['rules', 'code', 'skills'] as const) if (p[k]?.length === 0) delete p[k];
+  }
+  return p;
+}
+
+/**
+ * All of the teacher's components for one kind of finding, as one patch (skills deduplicated, at
+ * most MAX_SKILLS; hooks deduplicated by name, at most MAX_ENTRIES), or null when the packet does
+ * not show that finding. An ablation: which finding's fixes carry a gain (`hr1 bench conditioning
+ * --engineer teacher:KIND`).
+ */
+export function teacherForFinding(p: Packet, kind: Finding['kind'], opts: { seed?: number } = {}): Proposal | null {
+  const known = new Set(packetNames(p));
+  const f = diagnose(p).find((x) => x.kind === kind);
+  if (!f) return null;
+  const comps = componentsFor({ ...f, ...(f.names ? { names: f.names.filter((n) => known.has(n)) } : {}) }, envOf(p), new Rng(`teacher:${kind}|${opts.seed ?? 0}`));
+  const skills = [...new Set(comps.flatMap((c) => (c.skill !== undefined ? [c.skill] : [])))].slice(0, MAX_SKILLS);
+  const names = new Set<string>();
+  const hooks = comps
+    .filter((c) => c.rule || c.code)
+    .filter((c) => {
+      const n = c.rule?.name ?? c.code?.name;
+      if (n && names.has(n)) return false;
+      if (n) names.add(n);
+      return true;
+    })
+    .slice(0, MAX_ENTRIES);
+  if (skills.length + hooks.length === 0) return null;
+  const rules = hooks.flatMap((c) => (c.rule ? [c.rule] : []));
+  const code = hooks.flatMap((c) => (c.code ? [c.code] : []));
+  const patch = toPatch(fitGrammar({ v: 1, description: `prompted editor (${kind} only)`, ...(skills.length ? { skills } : {}), ...(rules.length ? { rules } : {}), ...(code.length ? { code } : {}) } as Patch, [...known]));
+  return { patch, hash: patchHash(patch), addresses: [kind], rationale: [...comps.filter((c) => c.skill !== undefined && skills.includes(c.skill)), ...hooks].map((c) => c.why) };
 }
 
 /**
@@ -318,7 +366,7 @@ export function teacherPropose(p: Packet, opts: { k?: number; seed?: number } = 
   for (let attempt = 0; out.length < k && attempt < k * 8; attempt++) {
     const style = rng.pick(STYLES);
     const a = assemble(usable, env, style, rng.fork(attempt));
-    const patch = toPatch(a.patch);
+    const patch = toPatch(fitGrammar(toPatch(a.patch), [...known]));
     const hash = patchHash(patch);
     if (seen.has(hash)) continue;
     seen.add(hash);

@@ -22,6 +22,8 @@ test('bench conditioning - the teacher on a learned target: own, other and empty
     for (const k of ['own_delta', 'other_delta', 'empty_delta'] as const) t.true(Number.isFinite(r[k]) && Math.abs(r[k]) <= 1, k);
     t.true(r.conditioning_gain.lo <= r.conditioning_gain.mean && r.conditioning_gain.mean <= r.conditioning_gain.hi);
     t.is(r.conditioning_gain.n, 18);
+    // interventions (forced or rewritten actions per step) are counted, and bounded by the harness's cap
+    t.true(r.own_intervention_rate >= 0 && r.own_intervention_rate <= 0.5, `${r.own_intervention_rate}`);
     // the teacher writes nothing for a packet with no failures: the empty packet's patch is vanilla
     t.is(r.empty_delta, 0);
     t.true(Math.abs(r.conditioning_gain.mean - (r.own_delta - r.other_delta)) < 1e-9);
@@ -36,6 +38,7 @@ test('bench conditioning - the teacher on a learned target: own, other and empty
     t.is(blind.conditioning_gain.mean, 0);
     t.is(blind.conditioning_gain.lo, 0);
     t.is(blind.own_delta, blind.other_delta);
+    t.is(blind.own_intervention_rate, 0, 'a skill forces or rewrites nothing');
     await t.throwsAsync(benchConditioning(rt.cluster, { env: 'alfworld', target: TARGET, engineer: 'teacher', batches: 1, out: dir, log: () => {} }), { instanceOf: ConfigError, message: /at least 2 batches/ });
     await t.throwsAsync(benchConditioning(rt.cluster, { env: 'alfworld', target: TARGET, engineer: `fixed:${join(dir, 'nope.json')}`, out: dir, log: () => {} }), { instanceOf: ConfigError, message: /not a readable patch file/ });
     await t.throwsAsync(benchConditioning(rt.cluster, { env: 'alfworld', target: TARGET, engineer: 'teacher:nope', out: dir, log: () => {} }), { instanceOf: ConfigError, message: /not a finding kind/ });

@@ -7,7 +7,7 @@ import { ConfigError } from '../../cluster/errors.ts';
 import { resolveTrainConfig, trainEngineer } from '../../experiments/train.ts';
 
 // the machinery, not the engineer's quality: the smallest model whose window holds a prompt and a patch
-const SMALL = { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 704 };
+const SMALL = { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 768 };
 
 test('train - SFT then GRPO end to end: the loss falls, every sampled patch parses, an ONNX engineer comes out', async (t) => {
   const out = join(tmpdir(), `hr1-train-${process.pid}`);
@@ -56,7 +56,7 @@ test('train - one engineer for several envs: SFT data from each, GRPO iterations
 test('train - a bad config names the option path', (t) => {
   t.throws(() => resolveTrainConfig(undefined, { env: 'alfworld,webshop', target: 'a,b,c' }), { instanceOf: ConfigError, message: /config\.target.*one per env/ });
   t.throws(() => resolveTrainConfig(undefined, { env: 'alfworld,chess' }), { instanceOf: ConfigError, message: /config\.env/ });
-  t.throws(() => resolveTrainConfig(undefined, { model: { maxLen: 256 } }), { instanceOf: ConfigError, message: /config\.model\.maxLen.*at least 704/ });
+  t.throws(() => resolveTrainConfig(undefined, { model: { maxLen: 256 } }), { instanceOf: ConfigError, message: /config\.model\.maxLen.*at least 768/ });
   t.throws(() => resolveTrainConfig(undefined, { grpo: { k: 1 } }), { instanceOf: ConfigError, message: /config\.grpo\.k/ });
   t.throws(() => resolveTrainConfig(undefined, { env: 'chess' }), { instanceOf: ConfigError, message: /config\.env/ });
   t.throws(() => resolveTrainConfig('/nonexistent.yaml', {}), { instanceOf: ConfigError, message: /no config file/ });
@@ -71,7 +71,7 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const cfgFile = join(dir, 'cfg.yaml');
-  writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nmodel: { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 704 }\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 4, k: 4, temperature: 1.0 }\ncheckpointEvery: 2\n');
+  writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nmodel: { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 768 }\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 4, k: 4, temperature: 1.0 }\ncheckpointEvery: 2\n');
   const args = (out: string) => ['train', '--config', cfgFile, '--in-process', '--out', out];
   const full = hr1(args(join(dir, 'full')));
   t.is(await full.exited, 0, full.out());

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { Rng } from '../../../cluster/rng.ts';
-import { EngineerError, VOCAB, VOCAB_SIZE, decodeTokens, encodeText, excerptLineText, extractPacket, formatPacket, packetHash, packetTokens, parsePacket, selectFailed } from '../../../policies/engineer/index.ts';
+import { EngineerError, alfGoalObject, alfSighting, VOCAB, VOCAB_SIZE, decodeTokens, encodeText, excerptLineText, extractPacket, formatPacket, packetHash, packetTokens, parsePacket, selectFailed } from '../../../policies/engineer/index.ts';
 import { record, steps } from './helpers.ts';
 
 function batch() {
@@ -166,4 +166,42 @@ test('tokens - a fixed vocabulary of unique tokens; text round-trips up to case 
   t.true(small.length <= 100);
   t.is(small.filter((i) => VOCAB[i] === '<ep>').length, p.episodes.length);
   t.true(small.some((i) => VOCAB[i] === '<cut>'));
+});
+
+test('packet - an ALFWorld excerpt keeps where the goal\'s object was first seen, with a count per gap', (t) => {
+  const walk = Array.from({ length: 40 }, (_, i): [string, string] => [`go to cabinet ${i + 1}`, `On the cabinet ${i + 1}, you see a plate ${i}, a cup ${i}, and a spoon ${i}.`]);
+  walk[11] = ['go to drawer 3', 'On the drawer 3, you see a mug 2, and a pen 1.'];
+  walk[12] = ['go to shelf 1', 'On the shelf 1, you see a mug 4.'];
+  const p = extractPacket([record('t', 'pick_and_place_simple', { steps: steps(walk), goal: 'put a mug in cabinet.' })], { excerptChars: 600 });
+  const e = p.episodes[0]!;
+  t.deepEqual(e.excerpt.slice(0, 2).map((l) => [l.from, l.action]), [[1, 'go to cabinet 1'], [12, 'go to drawer 3']], 'the first line, then the first sighting');
+  t.is(e.excerpt[e.excerpt.length - 1]!.to, 40);
+  t.true(e.excerpt[2]!.from > 13, 'a gap before the tail');
+  t.is(e.omitted, 40 - e.excerpt.length);
+  const text = formatPacket(p);
+  const gaps = [...text.matchAll(/… (\d+) steps? left out …/g)].map((m) => Number(m[1]));
+  t.deepEqual(gaps, [10, e.excerpt[2]!.from - 13]);
+  t.is(gaps.reduce((a, b) => a + b, 0), e.omitted);
+  t.deepEqual(alfSighting(e), { goal: 'put a mug in cabinet', word: 'mug', object: 'mug 2', place: 'drawer 3' });
+  // another env, or a goal whose object no observation showed, keeps first line and tail only
+  const none = extractPacket([record('t', 'pick_and_place_simple', { steps: steps(walk), goal: 'put a kettle in cabinet.' })], { excerptChars: 600 }).episodes[0]!;
+  t.is(none.excerpt[1]!.from > 13, true);
+  t.is(alfSighting(none), null);
+  t.is(alfSighting({ ...e, env: 'webshop' }), null);
+});
+
+test('packet - the object kind of each ALFWorld goal form', (t) => {
+  const goals: [string, string | null][] = [
+    ['put a clean butterknife in drawer.', 'butterknife'],
+    ['Your task is to: put some spraybottle on toilet.', 'spraybottle'],
+    ['heat some egg and put it in garbagecan.', 'egg'],
+    ['cool some lettuce and put it in countertop.', 'lettuce'],
+    ['clean some soapbar and put it in cabinet.', 'soapbar'],
+    ['look at cd under the desklamp.', 'cd'],
+    ['examine the alarmclock with the desklamp.', 'alarmclock'],
+    ['find two pillow and put them in sofa.', 'pillow'],
+    ['put two cellphone in bed.', 'cellphone'],
+    ['What is the average price?', null],
+  ];
+  for (const [g, w] of goals) t.is(alfGoalObject(g), w, g);
 });

@@ -112,6 +112,9 @@ test('patch language - the prompt holds the packet: names, goals, excerpts, with
   const seen = diagnose(p).find((f) => f.kind === 'seen_target');
   t.truthy(seen);
   t.true(seen!.seen!.some((x) => names.includes(x.object) && names.includes(x.place)));
+  // the names section starts with the first sighting: its goal, object and place are <ref:0..2>
+  const first = seen!.seen![0]!;
+  t.deepEqual(names.slice(0, 3), [first.goal, first.object, first.place]);
   const hall = diagnose(p).find((f) => f.kind === 'hallucinated');
   t.truthy(hall);
   t.true(hall!.names!.some((n) => names.includes(n)));

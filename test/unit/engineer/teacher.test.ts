@@ -1,6 +1,6 @@
 import test from 'ava';
 import { canonicalJson, toPatch, parsePatch } from '../../../harness/index.ts';
-import { parseComposed, diagnose, engineerPrompt, extractPacket, formatPacket, openAIEngineerFromSpec, parseEngineerReply, teacherPropose, EngineerError } from '../../../policies/engineer/index.ts';
+import { parseComposed, diagnose, engineerPrompt, packetNames, patchToTokens, teacherForFinding, tokensToPatch, extractPacket, formatPacket, openAIEngineerFromSpec, parseEngineerReply, teacherPropose, EngineerError } from '../../../policies/engineer/index.ts';
 import { scriptedBackend, startServer } from '../../../policies/targets/serve.ts';
 import { record, steps } from './helpers.ts';
 
@@ -54,6 +54,45 @@ test('teacher - K distinct proposals, each a valid patch; deterministic given (p
   t.true(all.some((x) => (x.patch.code ?? []).some((c) => /closest_admissible|escape_loop/.test(c.source))));
   // a packet without failures gets nothing
   t.deepEqual(teacherPropose(extractPacket([record('c', 'x', { reward: 1 })]), { k: 4 }), []);
+});
+
+test('teacher - seen target: where a failed goal\'s object was seen, written out per goal with copied names', (t) => {
+  const walk = (obj: string, place: string): ReturnType<typeof steps> =>
+    steps([
+      ['go to cabinet 1', 'On the cabinet 1, you see a plate 1.'],
+      [`go to ${place}`, `On the ${place}, you see a ${obj}, and a pen 1.`],
+      ['go to cabinet 2', 'On the cabinet 2, you see nothing.'],
+      ['go to cabinet 2', 'On the cabinet 2, you see nothing.'],
+      ['go to cabinet 2', 'On the cabinet 2, you see nothing.'],
+    ]);
+  const p = extractPacket([
+    record('a', 'pick_and_place_simple', { steps: walk('mug 2', 'drawer 3'), goal: 'put a mug in cabinet.' }),
+    record('b', 'pick_clean_then_place_in_recep', { steps: walk('apple 1', 'fridge 1'), goal: 'clean some apple and put it in countertop.' }),
+  ]);
+  const f = diagnose(p).find((x) => x.kind === 'seen_target');
+  t.deepEqual(f?.seen?.map((x) => [x.goal, x.object, x.place]).sort(), [['clean some apple and put it in countertop', 'apple 1', 'fridge 1'], ['put a mug in cabinet', 'mug 2', 'drawer 3']]);
+  // the names section starts with the sightings, a (goal, object, place) triple each
+  const names = packetNames(p);
+  t.deepEqual(names.slice(0, 6).sort(), [...f!.seen!.flatMap((x) => [x.goal, x.object, x.place])].sort());
+  const only = teacherForFinding(p, 'seen_target', { seed: 0 })!;
+  t.truthy(only);
+  const rules = only.patch.rules ?? [];
+  t.is(rules.length, 4);
+  for (const x of f!.seen!) {
+    // go there first on a rerun of that goal (and only that goal)
+    t.true(rules.some((r) => r.hook === 'preAction' && JSON.stringify(r.when).includes(`"contains":"${x.goal}"`) && r.effect.type === 'rewrite_action' && r.effect.action === `go to ${x.place}`));
+  }
+  // every name is copied: the completion refers to the names section, and decodes back
+  const ids = patchToTokens(only.patch, names);
+  t.truthy(ids);
+  const { description: _d, ...body } = only.patch;
+  t.deepEqual(tokensToPatch(ids!, names), toPatch(body));
+  t.is(teacherForFinding(p, 'missing_table'), null);
+  // the general teacher writes the finding out whole when it addresses it
+  const all = [1, 2, 3, 4, 5, 6].flatMap((seed) => teacherPropose(p, { k: 6, seed }));
+  const withSeen = all.filter((x) => x.addresses.includes('seen_target'));
+  t.true(withSeen.length > 0);
+  t.true(withSeen.every((x) => (x.patch.rules ?? []).filter((r) => JSON.stringify(r.when).includes('task.goal')).length >= 4));
 });
 
 test('teacher - env-specific skills: the output format for DBBench names its protocol', (t) => {
