@@ -285,7 +285,7 @@ addClusterOptions(
     .addOption(new Option('--env <envs>', `the env (${ENV_NAMES.join(', ')}), or several separated by commas: one engineer for all of them`).argParser(envListArg))
     .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED; an lm/<name> not built yet is built first); with several envs one per env, comma-separated')
     .option('--config <file>', 'a YAML config (see experiments/configs/train.default.yaml); flags override it')
-    .option('--iterations <n>', 'GRPO iterations', parsePositiveInt('--iterations'))
+    .option('--iterations <n>', 'GRPO iterations (0: SFT only)', parseIntOpt('--iterations', { min: 0 }))
     .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }))
     .option('--out <dir>', 'run folder (default runs/train-<env>-<config hash>)')
     .option('--resume', 'continue a killed run in its run folder from its last checkpoint (same config)')
