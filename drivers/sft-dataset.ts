@@ -12,6 +12,7 @@ import { listTasks, type EnvOptions } from '../envs/registry.ts';
 import type { EpisodeCache } from './episode-cache.ts';
 import type { EpisodeRef } from '../actors/target.ts';
 import { canonicalJson, type Patch } from '../harness/index.ts';
+import type { EpisodeRecord } from '../harness/types.ts';
 import { EngineerError, MissingEvaluationError } from '../policies/engineer/errors.ts';
 import { extractPacket, packetHash, type Packet, type PacketOptions } from '../policies/engineer/packet.ts';
 import { baseRecords, rewardOf } from './reward.ts';
@@ -21,6 +22,8 @@ import { teacherPropose, DEFAULT_K } from '../policies/engineer/teacher.ts';
 export const DEFAULT_BATCH_SIZE = 20;
 /** A kept proposal's Δ is above it: only proposals that improved their batch. @default 0 */
 export const DEFAULT_MIN_DELTA = 0;
+/** verification j > 0 re-runs the batch's tasks with episode seeds shifted by j × this */
+export const VERIFY_SEED_STRIDE = 100_000;
 export const SFT_ROW_KIND = 'hr1-sft/1';
 
 /**
@@ -50,9 +53,12 @@ export interface SftRow {
   patch: Patch;
   /** the target text: the canonical JSON of the patch */
   completion: string;
+  /** Δ on the batch; with several verification seeds, their mean */
   delta: number;
   base: number;
   patched: number;
+  /** with `verifySeeds` > 1: Δ on each verification (the batch's seeds first) */
+  deltas?: number[];
   teacher: { name: 'prompted-editor'; seed: number; index: number; addresses: string[] };
 }
 
@@ -79,6 +85,12 @@ export interface SftOptions {
   teacherSeed?: number;
   /** @default DEFAULT_MIN_DELTA (0) */
   minDelta?: number;
+  /**
+   * verifications per proposal: a proposal with Δ > minDelta on the batch is re-run on the same
+   * tasks with other episode seeds (shifted by VERIFY_SEED_STRIDE each), and kept only if the mean
+   * Δ over all of them is still > minDelta (a proposal that was lucky once is left out). @default 1
+   */
+  verifySeeds?: number;
   cache?: EpisodeCache | null;
   envOptions?: EnvOptions;
   packet?: PacketOptions;
@@ -115,6 +127,8 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
   const k = o.k ?? DEFAULT_K;
   const minDelta = o.minDelta ?? DEFAULT_MIN_DELTA;
   if (!Number.isInteger(k) || k < 1) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.k must be a positive integer, got ${String(k)}`, { field: 'k' });
+  const verifySeeds = o.verifySeeds ?? 1;
+  if (!Number.isInteger(verifySeeds) || verifySeeds < 1 || verifySeeds > 8) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.verifySeeds must be an integer in [1, 8], got ${String(verifySeeds)}`, { field: 'verifySeeds' });
   const rows: SftRow[] = [];
   const missing: MissingEvaluationError[] = [];
   let proposals = 0;
@@ -145,6 +159,22 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
     const seed = (o.teacherSeed ?? 0) + b;
     const props = teacherPropose(packet, { k, seed });
     if (props.length === 0) empty++;
+    // the batch's tasks under other episode seeds, and their vanilla records (once per batch)
+    const more: { spec: typeof spec; base: EpisodeRecord[] }[] = [];
+    const verifyMore = async (patch: unknown): Promise<number[] | null> => {
+      const out: number[] = [];
+      for (let j = 1; j < verifySeeds; j++) {
+        if (!more[j - 1]) {
+          const sj = { ...spec, episodes: episodes.map((e) => ({ ...e, seed: e.seed + j * VERIFY_SEED_STRIDE })) };
+          more[j - 1] = { spec: sj, base: await baseRecords(o.cluster, sj, { validate: o.validate ?? 'full' }) };
+        }
+        const m = more[j - 1]!;
+        const r = await rewardOf(o.cluster, { ...m.spec, patch, base: m.base }, { validate: o.validate ?? 'full' });
+        if (!r.valid) return null;
+        out.push(r.delta);
+      }
+      return out;
+    };
     for (let i = 0; i < props.length; i++) {
       const p = props[i]!;
       proposals++;
@@ -163,6 +193,21 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
       valid++;
       sumValid += r.delta;
       if (!(r.delta > minDelta)) continue;
+      let deltas: number[] | null = null;
+      if (verifySeeds > 1) {
+        try {
+          const rest = await verifyMore(p.patch);
+          if (rest === null) continue;
+          deltas = [r.delta, ...rest];
+        } catch (e) {
+          if (e instanceof MissingEvaluationError) {
+            missing.push(e);
+            continue;
+          }
+          throw e;
+        }
+        if (!(deltas.reduce((a, b) => a + b, 0) / deltas.length > minDelta)) continue;
+      }
       rows.push({
         kind: SFT_ROW_KIND,
         env: o.env,
@@ -173,9 +218,10 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
         patchHash: r.patchHash,
         patch: p.patch,
         completion: canonicalJson(p.patch),
-        delta: r.delta,
+        delta: deltas ? deltas.reduce((a, b) => a + b, 0) / deltas.length : r.delta,
         base: r.base!,
         patched: r.patched!,
+        ...(deltas ? { deltas } : {}),
         teacher: { name: 'prompted-editor', seed, index: i, addresses: p.addresses },
       });
     }

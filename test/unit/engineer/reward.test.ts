@@ -111,6 +111,18 @@ test('sft - rows carry provenance and only non-regressive proposals; the JSONL f
     // same inputs → same dataset (served from the cache this time)
     const again = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, teacherSeed: 7, minDelta: 0.05 });
     t.deepEqual(again.rows, rows);
+    // verified on a second set of episode seeds: only proposals whose mean Δ stays above minDelta
+    const twice = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, teacherSeed: 7, minDelta: 0.05, verifySeeds: 2 });
+    t.true(twice.rows.length > 0 && twice.rows.length <= rows.length, `${twice.rows.length} of ${rows.length}`);
+    t.true(twice.rows.every((r) => rows.some((x) => x.patchHash === r.patchHash && x.packetHash === r.packetHash)));
+    for (const r of twice.rows) {
+      t.is(r.deltas?.length, 2);
+      t.true(r.deltas![0]! > 0.05);
+      t.true(Math.abs(r.delta - (r.deltas![0]! + r.deltas![1]!) / 2) < 1e-12);
+      t.true(r.delta > 0.05);
+    }
+    t.true(rows.every((r) => r.deltas === undefined));
+    await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, verifySeeds: 0 }), { message: /sft\.verifySeeds must be an integer in \[1, 8\]/ });
     t.is(extractPacket([]).episodes.length, 0);
   } finally {
     await rt.shutdown();
