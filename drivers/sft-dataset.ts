@@ -194,6 +194,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
       sumValid += r.delta;
       if (!(r.delta > minDelta)) continue;
       let deltas: number[] | null = null;
+      let delta = r.delta;
       if (verifySeeds > 1) {
         try {
           const rest = await verifyMore(p.patch);
@@ -206,7 +207,8 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
           }
           throw e;
         }
-        if (!(deltas.reduce((a, b) => a + b, 0) / deltas.length > minDelta)) continue;
+        delta = deltas.reduce((x, y) => x + y, 0) / deltas.length;
+        if (!(delta > minDelta)) continue;
       }
       rows.push({
         kind: SFT_ROW_KIND,
@@ -218,7 +220,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
         patchHash: r.patchHash,
         patch: p.patch,
         completion: canonicalJson(p.patch),
-        delta: deltas ? deltas.reduce((a, b) => a + b, 0) / deltas.length : r.delta,
+        delta,
         base: r.base!,
         patched: r.patched!,
         ...(deltas ? { deltas } : {}),
