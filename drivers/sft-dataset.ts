@@ -25,6 +25,8 @@ export const DEFAULT_MIN_DELTA = 0;
 /** verification j > 0 re-runs the batch's tasks with episode seeds shifted by j × this */
 export const VERIFY_SEED_STRIDE = 100_000;
 export const SFT_ROW_KIND = 'hr1-sft/1';
+export const VERIFY_RULES = ['mean', 'all'] as const;
+export type VerifyRule = (typeof VERIFY_RULES)[number];
 
 /**
  * `count` batches of `size` tasks from a split, each task once per batch, drawn by a seeded
@@ -91,6 +93,12 @@ export interface SftOptions {
    * Δ over all of them is still > minDelta (a proposal that was lucky once is left out). @default 1
    */
   verifySeeds?: number;
+  /**
+   * how the verifications decide: 'mean' keeps a proposal whose mean Δ is > minDelta; 'all' only one
+   * with Δ > minDelta on every verification (stricter: a hook whose effect is noise around 0 rarely
+   * passes several seeds in a row, one that reads the packet's episodes does more often). @default 'mean'
+   */
+  verifyRule?: VerifyRule;
   cache?: EpisodeCache | null;
   envOptions?: EnvOptions;
   packet?: PacketOptions;
@@ -129,6 +137,8 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
   if (!Number.isInteger(k) || k < 1) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.k must be a positive integer, got ${String(k)}`, { field: 'k' });
   const verifySeeds = o.verifySeeds ?? 1;
   if (!Number.isInteger(verifySeeds) || verifySeeds < 1 || verifySeeds > 8) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.verifySeeds must be an integer in [1, 8], got ${String(verifySeeds)}`, { field: 'verifySeeds' });
+  const verifyRule = o.verifyRule ?? 'mean';
+  if (!(VERIFY_RULES as readonly string[]).includes(verifyRule)) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.verifyRule must be one of ${VERIFY_RULES.join(', ')}, got ${String(verifyRule)}`, { field: 'verifyRule' });
   const rows: SftRow[] = [];
   const missing: MissingEvaluationError[] = [];
   let proposals = 0;
@@ -161,6 +171,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
     if (props.length === 0) empty++;
     // the batch's tasks under other episode seeds, and their vanilla records (once per batch)
     const more: { spec: typeof spec; base: EpisodeRecord[] }[] = [];
+    // null: invalid on a verification, or (rule 'all') one verification did not pass, so the rest are skipped
     const verifyMore = async (patch: unknown): Promise<number[] | null> => {
       const out: number[] = [];
       for (let j = 1; j < verifySeeds; j++) {
@@ -171,6 +182,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
         const m = more[j - 1]!;
         const r = await rewardOf(o.cluster, { ...m.spec, patch, base: m.base }, { validate: o.validate ?? 'full' });
         if (!r.valid) return null;
+        if (verifyRule === 'all' && !(r.delta > minDelta)) return null;
         out.push(r.delta);
       }
       return out;

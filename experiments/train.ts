@@ -42,12 +42,14 @@ export const TrainConfigSchema = z
         minDelta: z.number().default(0),
         /** verifications per proposal (the batch's seeds, then other episode seeds of its tasks); kept if the mean Δ > minDelta */
         verifySeeds: z.number().int().min(1).max(8).default(1),
+        /** 'mean': kept if the mean Δ over the verifications > minDelta; 'all': if every one is */
+        verifyRule: z.enum(['mean', 'all']).default('mean'),
         epochs: z.number().int().min(0).default(30),
         batchSize: z.number().int().min(1).default(16),
         lr: z.number().positive().default(3e-3),
       })
       .strict()
-      .default({ batches: 8, k: 4, minDelta: 0, verifySeeds: 1, epochs: 30, batchSize: 16, lr: 3e-3 }),
+      .default({ batches: 8, k: 4, minDelta: 0, verifySeeds: 1, verifyRule: 'mean', epochs: 30, batchSize: 16, lr: 3e-3 }),
     grpo: z
       .object({
         iterations: z.number().int().min(0).default(24),
@@ -200,7 +202,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     for (const { env, target } of pairs) {
       const batches = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split: splitOf(env), seed: cfg.seed });
       const file = pairs.length === 1 ? 'sft.jsonl' : `sft-${env}.jsonl`;
-      const ds = await buildSftDataset({ cluster, env, target, batches, k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
+      const ds = await buildSftDataset({ cluster, env, target, batches, k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
       rows.push(...ds.rows);
     }
     const ds = { rows };

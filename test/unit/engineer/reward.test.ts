@@ -122,6 +122,13 @@ test('sft - rows carry provenance and only non-regressive proposals; the JSONL f
       t.true(r.delta > 0.05);
     }
     t.true(rows.every((r) => r.deltas === undefined));
+    // rule 'all': every verification above minDelta, a subset of the mean rule's rows on the same seeds
+    const strict = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, teacherSeed: 7, minDelta: 0.05, verifySeeds: 2, verifyRule: 'all' });
+    t.true(strict.rows.every((r) => r.deltas!.length === 2 && r.deltas!.every((d) => d > 0.05)));
+    t.true(strict.rows.every((r) => twice.rows.some((x) => x.patchHash === r.patchHash && x.packetHash === r.packetHash)));
+    // …and every mean-rule row that passed both seeds is there too
+    t.is(strict.rows.length, twice.rows.filter((r) => r.deltas!.every((d) => d > 0.05)).length);
+    await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, verifySeeds: 2, verifyRule: 'most' as never }), { message: /sft\.verifyRule must be one of mean, all/ });
     await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, verifySeeds: 0 }), { message: /sft\.verifySeeds must be an integer in \[1, 8\]/ });
     t.is(extractPacket([]).episodes.length, 0);
   } finally {
