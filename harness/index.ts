@@ -38,6 +38,7 @@ export {
   type HookCounters,
   type HookAccount,
   type StepRecord,
+  type StepEffect,
   type EpisodeStatus,
   type EpisodeRecord,
 } from './types.ts';
@@ -90,6 +91,8 @@ export {
   InterventionsSchema,
   type Interventions,
   StepRecordSchema,
+  StepEffectSchema,
+  STEP_EFFECTS,
   HookAccountSchema,
   HookCountersSchema,
   PredicatesSchema,

@@ -89,6 +89,16 @@ export const HookAccountSchema = z.strictObject({
 });
 export type HookAccount = z.infer<typeof HookAccountSchema>;
 
+export const STEP_EFFECTS = ['hint', 'block', 'rewrite', 'force', 'inject'] as const;
+/** one hook effect that changed a step, with the entry that produced it (a hook account's id) */
+export const StepEffectSchema = z.strictObject({
+  entry: z.string(),
+  effect: z.enum(STEP_EFFECTS),
+  /** the hint or prompt text, or the action rewritten or forced to */
+  text: z.string(),
+});
+export type StepEffect = z.infer<typeof StepEffectSchema>;
+
 export const StepRecordSchema = z.strictObject({
   step: count,
   /** the model's last text for this step (null when the action was forced without asking) */
@@ -107,6 +117,8 @@ export const StepRecordSchema = z.strictObject({
   /** hint injected after the feedback (postFeedback) */
   injected: z.string().nullable(),
   pred: PredicatesSchema,
+  /** the hook effects that took hold at this step, in order (absent when none did: unpatched steps are as before) */
+  effects: z.array(StepEffectSchema).optional(),
 });
 export type StepRecord = z.infer<typeof StepRecordSchema>;
 

@@ -36,6 +36,7 @@ import {
   type Model,
   type Notebook,
   type Predicates,
+  type StepEffect,
   type StepRecord,
 } from './types.ts';
 
@@ -202,6 +203,8 @@ class Episode {
   private interventionsClamped = 0;
   private decisions = 0;
   private hintTokens = 0;
+  /** the effects that took hold in the current step (StepRecord.effects) */
+  private stepEffects: StepEffect[] = [];
   private readonly seed: number;
   private readonly harness: Harness;
   private maxSteps = 0;
@@ -515,8 +518,10 @@ class Episode {
 
     let last: EnvFeedback | null = null;
     let pendingForce: string | null = null;
+    let pendingForceBy: StepEffect | null = null;
     let forcedInARow = 0;
     while (this.step < this.maxSteps) {
+      this.stepEffects = [];
       let proposal: string | null = null;
       let action: string;
       let hint: string | null = null;
@@ -527,6 +532,8 @@ class Episode {
       if (pendingForce !== null) {
         action = pendingForce;
         pendingForce = null;
+        if (pendingForceBy) this.stepEffects.push(pendingForceBy);
+        pendingForceBy = null;
         forced = true;
         forcedInARow++;
       } else {
@@ -537,6 +544,7 @@ class Episode {
           if (hint === null) {
             hint = eff.message;
             e.account.counters.hinted++;
+            this.stepEffects.push({ entry: e.account.id, effect: 'hint', text: eff.message });
           } else e.account.counters.clamped++;
           return 'continue';
         });
@@ -594,11 +602,13 @@ class Episode {
             if (injected === null) {
               injected = eff.message;
               c.hinted++;
+              this.stepEffects.push({ entry: e.account.id, effect: 'inject', text: eff.message });
             } else c.clamped++;
           } else if (eff.type === 'force_action') {
             const wouldForce = pendingForce === null && forcedInARow < this.maxForced && this.usable(eff.action);
             if (wouldForce && this.interventionAllowed()) {
               pendingForce = eff.action.trim();
+              pendingForceBy = { entry: e.account.id, effect: 'force', text: pendingForce };
               c.forced++;
             } else {
               c.clamped++;
@@ -626,6 +636,7 @@ class Episode {
         hint,
         injected,
         pred: this.predicates('postFeedback', null),
+        ...(this.stepEffects.length ? { effects: this.stepEffects } : {}),
       };
       record.steps.push(rec);
       if (fb.done) return finish(fb.won ? 'won' : fb.end === 'step_limit' ? 'step_limit' : 'lost', fb, null);
@@ -642,6 +653,7 @@ class Episode {
       if (eff.type === 'block_and_prompt') {
         if (blocks < this.maxBlocks) {
           c.blocked++;
+          this.stepEffects.push({ entry: e.account.id, effect: 'block', text: eff.message });
           verdict = { kind: 'block', message: eff.message };
           return 'stop';
         }
@@ -662,11 +674,13 @@ class Episode {
         }
         if (eff.type === 'force_action') {
           c.forced++;
+          this.stepEffects.push({ entry: e.account.id, effect: 'force', text: eff.action.trim() });
           verdict = { kind: 'force', action: eff.action.trim() };
           return 'stop';
         }
         c.rewrote++;
         cur = eff.action.trim();
+        this.stepEffects.push({ entry: e.account.id, effect: 'rewrite', text: cur });
         rewritten = true;
         return 'refresh';
       }

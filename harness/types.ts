@@ -12,7 +12,7 @@ export type Json = null | boolean | number | string | Json[] | { [k: string]: Js
 
 export type { ChatMessage, EnvStart, EnvFeedback, ParsedAction, EnvSession, EnvFactory } from '../envs/contract.ts';
 import type { ChatMessage, EnvSession } from '../envs/contract.ts';
-export type { Predicates, HookCounters, HookAccount, StepRecord, EpisodeStatus, EpisodeRecord } from './record.ts';
+export type { Predicates, HookCounters, HookAccount, StepRecord, StepEffect, EpisodeStatus, EpisodeRecord } from './record.ts';
 import type { Predicates } from './record.ts';
 
 // ---------------------------------------------------------------- model

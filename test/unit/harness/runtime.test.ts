@@ -85,6 +85,33 @@ test('preAction - rewrite_action and force_action take admissible actions and cl
   t.is(hook(r, 'L1.bad').counters.clamped, 1);
   t.regex(hook(r, 'L1.bad').errors[0] ?? '', /not an admissible action/);
   t.is(hook(r, 'L1.fo').counters.forced, 1);
+  // each step names the entry whose effect took hold; a clamped effect is not there
+  t.deepEqual(r.steps.map((s) => s.effects), [
+    [{ entry: 'L1.rw', effect: 'rewrite', text: 'inventory' }],
+    undefined,
+    [{ entry: 'L1.fo', effect: 'force', text: 'inventory' }],
+  ]);
+});
+
+test('step effects - hints, injections, blocks and a postFeedback force are recorded on the step they changed, with their entry', async (t) => {
+  const r = await runEpisode(env, {
+    model: scriptedModel(['jump', 'look', 'look', 'look']),
+    maxSteps: 3,
+    maxInterventionRate: 1,
+    harness: patched({ rules: [
+      { name: 'h', hook: 'preDecision', when: { pred: 'nothingHappens' }, effect: { type: 'hint', message: 'try look' } },
+      { name: 'blk', hook: 'preAction', when: { all: [{ path: 'proposed.action', equals: 'jump' }, { path: 'blocks', equals: 0 }] }, effect: { type: 'block_and_prompt', message: 'no jumping' } },
+      { name: 'inj', hook: 'postFeedback', when: { path: 'step', equals: 1 }, effect: { type: 'inject_hint', message: 'noted' } },
+      { name: 'pf', hook: 'postFeedback', when: { path: 'step', equals: 2 }, effect: { type: 'force_action', action: 'inventory' } },
+    ] }),
+  });
+  const eff = r.steps.map((s) => (s.effects ?? []).map((e) => `${e.entry}:${e.effect}:${e.text}`));
+  t.deepEqual(eff[0], ['L1.blk:block:no jumping', 'L1.inj:inject:noted']);
+  t.true(r.steps[2]!.forced);
+  t.true(eff[2]!.includes('L1.pf:force:inventory'), JSON.stringify(eff));
+  // vanilla steps carry no effects field at all, so unpatched records are as before
+  const v = await runEpisode(env, { model: scriptedModel(['jump', 'look']), maxSteps: 2 });
+  t.true(v.steps.every((s) => !('effects' in s)));
 });
 
 test('postFeedback - inject_hint stays in the conversation; force_action takes the next step without the model', async (t) => {
