@@ -94,8 +94,13 @@ interface State {
   closed: boolean;
 }
 
-function procOptions(a: State['args']): LearnerProcessOptions {
-  return { ...(a.python ? { python: a.python } : {}), ...(a.pythonArgs ? { pythonArgs: a.pythonArgs } : {}), onStderr: (l) => process.stderr.write(`[learner] ${l}\n`) };
+function procOptions(a: State['args'], ctx: ActorContext): LearnerProcessOptions {
+  const onStderr = (l: string) => {
+    process.stderr.write(`[learner] ${l}\n`);
+    // the python side's stderr reaches `hr1 logs --level info` too (rate-limited on the node)
+    ctx.log.info(l);
+  };
+  return { ...(a.python ? { python: a.python } : {}), ...(a.pythonArgs ? { pythonArgs: a.pythonArgs } : {}), onStderr };
 }
 
 function watch(s: State): void {
@@ -103,7 +108,8 @@ function watch(s: State): void {
   proc.onDeath((e) => {
     if (s.closed || s.proc !== proc) return;
     s.lastDeath = e.message;
-    process.stderr.write(`[learner] ${e.message}; restarting from ${s.checkpoint ?? 'a fresh init'}\n`);
+    // prints here as before and reaches every observer of the cluster
+    s.ctx.log.warn(`learner process: ${e.message}; restarting from ${s.checkpoint ?? 'a fresh init'}`);
     s.restarting = restart(s).finally(() => (s.restarting = undefined));
     s.restarting.catch(() => {});
   });
@@ -113,7 +119,7 @@ async function restart(s: State): Promise<void> {
   const max = s.args.maxChildRestarts;
   if (max !== -1 && s.restarts >= max) throw new Hr1Error<LearnerErrorCode>('LEARNER_GAVE_UP', `the learner process died ${s.restarts + 1} times (maxChildRestarts ${max}); last: ${s.lastDeath}`, { data: { restarts: s.restarts } });
   s.restarts++;
-  const proc = await LearnerProcess.start(procOptions(s.args));
+  const proc = await LearnerProcess.start(procOptions(s.args, s.ctx));
   if (s.checkpoint) await proc.load({ path: s.checkpoint, device: s.args.device });
   else await proc.init({ config: s.args.model, optim: s.args.optim ?? {}, seed: s.args.seed, device: s.args.device });
   s.proc = proc;
@@ -181,7 +187,7 @@ export const Learner = defineActor({
   },
   create: async (args, ctx) => {
     const dir = args.checkpointDir ?? mkdtempSync(join(tmpdir(), 'hr1-learner-'));
-    const proc = await LearnerProcess.start(procOptions(args));
+    const proc = await LearnerProcess.start(procOptions(args, ctx));
     try {
       if (args.resume) await proc.load({ path: args.resume, device: args.device });
       else await proc.init({ config: args.model, optim: args.optim ?? {}, seed: args.seed, device: args.device });

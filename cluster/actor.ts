@@ -10,6 +10,18 @@ export interface MethodSpec<I extends z.ZodType = z.ZodType, O extends z.ZodType
 /** A protocol maps method names to their schemas. The protocol is data. */
 export type Protocol = Record<string, MethodSpec>;
 
+/**
+ * An actor's own log. `warn` and `error` print on its node and travel to every observer of the
+ * cluster (`Cluster.onLog`, `hr1 logs`) with the actor's id, class and node; `info` only travels.
+ * Each replica may send DEFAULT_LOG_RATE (20) warnings and errors a second, and as many info
+ * lines; the rest are counted and dropped.
+ */
+export interface ActorLog {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+}
+
 /** What an actor's constructor and handlers see. */
 export interface ActorContext {
   /** The id shared by the actor's replicas (its subject). */
@@ -22,6 +34,8 @@ export interface ActorContext {
   readonly restartCount: number;
   /** Cluster services for calling other actors and the object store (set by the node). */
   readonly services: unknown;
+  /** Warnings and errors for whoever watches the cluster: `ctx.log.warn('cache miss rate 90%')`. */
+  readonly log: ActorLog;
 }
 
 export type HandlerFn<S, I, O> = (self: S, input: I, ctx: ActorContext) => O | Promise<O>;

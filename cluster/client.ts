@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { type ActorClass, type ActorOptions, type Protocol, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_PENDING, lookupActorClass } from './actor.ts';
-import { BusDisconnectedError, BusNoRespondersError, BusTimeoutError, type Bus } from './bus.ts';
+import { BusDisconnectedError, BusNoRespondersError, BusTimeoutError, type Bus, type BusSubscription } from './bus.ts';
 import { NatsBus } from './bus-nats.ts';
 import { decode, encode, pack, unpack, validate } from './codec.ts';
 import { parseDuration, zDuration, zPositiveDuration, type Duration } from './duration.ts';
 import { ActorDiedError, BackpressureError, CallLostError, CallTimeoutError, ConfigError, Hr1Error, PlacementError, UnknownActorError, fromWire, type WireError } from './errors.ts';
 import { JetStreamObjectStore, MemoryObjectStore, type ObjectStore } from './objects.ts';
 import { LOCAL_NODES } from './node.ts';
-import { HeartbeatSchema, PING_METHOD, PongSchema, WireErrorSchema, subjects, type Heartbeat, type Pong, type SpawnRequest } from './protocol.ts';
+import { atLeast, formatLogRecord } from './logs.ts';
+import { HeartbeatSchema, LogLevelSchema, LogRecordSchema, PING_METHOD, PongSchema, WireErrorSchema, subjects, type Heartbeat, type LogLevel, type LogRecord, type Pong, type SpawnRequest } from './protocol.ts';
 
 /** A reference to an actor as plain data: it can travel in messages and be turned back into a handle. */
 export const ActorRefSchema = z.object({
@@ -48,6 +49,16 @@ export const DEFAULT_MAX_INFLIGHT = 100_000;
 export const DEFAULT_PLACEMENT_WAIT_MS = 3000;
 /** The subject namespace. @default 'default' */
 export const DEFAULT_CLUSTER_NAME = 'default';
+/** The least severe forwarded actor log record that reaches the `log` option. @default 'warn' */
+export const DEFAULT_LOG_LEVEL = 'warn';
+
+/** What {@link Cluster.onLog} delivers. */
+export interface OnLogOptions {
+  /** The least severe level delivered. @default 'info' (everything) */
+  level?: LogLevel;
+  /** Skip records of nodes hosted by this process: they printed here already. @default false */
+  remoteOnly?: boolean;
+}
 
 const isFunction = (v: unknown): boolean => typeof v === 'function';
 
@@ -86,6 +97,8 @@ export const ClusterOptionsShape = {
   objects: z.custom<ObjectStore>((v) => typeof v === 'object' && v !== null, { message: 'objects must be an ObjectStore' }).optional(),
   /** Progress and fault notes (restarts, lost nodes). @default nothing */
   log: z.custom<(line: string) => void>(isFunction, { message: 'log must be a function (line: string) => void' }).optional(),
+  /** With `log`: actors' log records from nodes in other processes at this level or above reach it too, as `[node n1] <actor> warn: …`; 'off' = none. @default DEFAULT_LOG_LEVEL ('warn') */
+  logLevel: z.union([LogLevelSchema, z.literal('off')]).optional(),
 };
 export const ClusterOptionsSchema = z.strictObject(ClusterOptionsShape);
 export type ClusterOptions = z.input<typeof ClusterOptionsSchema>;
@@ -100,6 +113,7 @@ export interface ResolvedClusterOptions {
   readonly maxInflight: number;
   readonly objects: ObjectStore | undefined;
   readonly log: ((line: string) => void) | undefined;
+  readonly logLevel: LogLevel | 'off';
 }
 
 const resolvedHere = new WeakSet<object>();
@@ -130,6 +144,7 @@ export function resolveClusterFields(o: z.output<typeof ClusterOptionsSchema>, c
     maxInflight: o.maxInflight ?? DEFAULT_MAX_INFLIGHT,
     objects: o.objects,
     log: o.log,
+    logLevel: o.logLevel ?? DEFAULT_LOG_LEVEL,
   };
 }
 
@@ -231,6 +246,9 @@ export class Cluster {
   private readonly maxInflight: number;
   private readonly log: (line: string) => void;
   private namedLocks = new Map<string, Promise<unknown>>();
+  private logSub: BusSubscription | undefined;
+  private logListeners = new Set<(r: LogRecord) => void>();
+  private badLogSeen = false;
 
   /** `opts` are resolved here unless they come resolved (from init() or resolveClusterOptions()). */
   constructor(readonly bus: Bus, options: ClusterOptions | ResolvedClusterOptions = {}) {
@@ -268,6 +286,46 @@ export class Cluster {
     });
     this.timer = setInterval(() => this.checkLiveness(), Math.max(50, Math.floor(this.deadAfter / 6)));
     this.timer.unref();
+    if (opts.log && opts.logLevel !== 'off') this.onLog((r) => this.log(formatLogRecord(r)), { level: opts.logLevel, remoteOnly: true });
+  }
+
+  /**
+   * Follow the actors' log records of the whole cluster: their own `ctx.log` lines, failed calls,
+   * constructors that threw, restarts. Returns the function that stops following. A message on
+   * the log subject that is not a valid record is ignored (and noted once through `log`).
+   *
+   * @example
+   * const stop = cluster.onLog((r) => console.error(formatLogRecord(r)), { level: 'warn' });
+   */
+  onLog(cb: (record: LogRecord) => void, opts: OnLogOptions = {}): () => void {
+    const min = opts.level ?? 'info';
+    const listener = (r: LogRecord) => {
+      if (!atLeast(r.level, min) || (opts.remoteOnly && LOCAL_NODES.has(r.nodeId))) return;
+      try {
+        cb(r);
+      } catch {
+        // one listener's bug must not keep the others from their records
+      }
+    };
+    this.logListeners.add(listener);
+    this.logSub ??= this.bus.subscribe(subjects.log(this.name), (m) => {
+      let r: LogRecord;
+      try {
+        r = decode(LogRecordSchema, m.data, 'log record');
+      } catch (e) {
+        if (!this.badLogSeen) this.log(`ignored a message on ${subjects.log(this.name)} that is not a log record (${(e as Error).message}); further ones are ignored silently`);
+        this.badLogSeen = true;
+        return;
+      }
+      for (const l of this.logListeners) l(r);
+    });
+    return () => {
+      this.logListeners.delete(listener);
+      if (this.logListeners.size === 0 && this.logSub) {
+        this.logSub.unsubscribe();
+        this.logSub = undefined;
+      }
+    };
   }
 
   private onHeartbeat(hb: Heartbeat): void {
@@ -838,6 +896,9 @@ export class Cluster {
     }
     this.closed = true;
     clearInterval(this.timer);
+    this.logListeners.clear();
+    this.logSub?.unsubscribe();
+    this.logSub = undefined;
   }
 }
 

@@ -1,8 +1,8 @@
 /** The cluster: Ray-core analogue over NATS or in-process. Public names only. */
 export { defineActor, lookupActorClass, registeredActorClasses, ActorOptionsSchema, DEFAULT_MAX_PENDING, DEFAULT_MAX_CONCURRENCY } from './actor.ts';
-export type { ActorClass, ActorContext, ActorDefinition, ActorOptions, MethodSpec, Protocol } from './actor.ts';
-export { Cluster, ActorRefSchema, ClusterOptionsSchema, resolveClusterOptions, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_DEAD_AFTER_MS, DEFAULT_MAX_INFLIGHT, DEFAULT_SPAWN_TIMEOUT_MS, DEFAULT_PLACEMENT_WAIT_MS, DEFAULT_CLUSTER_NAME } from './client.ts';
-export type { ActorRef, CallOptions, ClusterOptions, ResolvedClusterOptions, Handle, MethodHandle } from './client.ts';
+export type { ActorClass, ActorContext, ActorLog, ActorDefinition, ActorOptions, MethodSpec, Protocol } from './actor.ts';
+export { Cluster, ActorRefSchema, ClusterOptionsSchema, resolveClusterOptions, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_DEAD_AFTER_MS, DEFAULT_MAX_INFLIGHT, DEFAULT_SPAWN_TIMEOUT_MS, DEFAULT_PLACEMENT_WAIT_MS, DEFAULT_CLUSTER_NAME, DEFAULT_LOG_LEVEL } from './client.ts';
+export type { ActorRef, CallOptions, OnLogOptions, ClusterOptions, ResolvedClusterOptions, Handle, MethodHandle } from './client.ts';
 export { ClusterNode, DEFAULT_HEARTBEAT_MS } from './node.ts';
 export type { NodeOptions } from './node.ts';
 export { init, InitOptionsSchema, resolveInitOptions, DEFAULT_LOCAL_NODE_WAIT_MS } from './init.ts';
@@ -20,4 +20,6 @@ export { pack, unpack, encode, decode, validate } from './codec.ts';
 export { parseDuration, zDuration, zPositiveDuration, type Duration } from './duration.ts';
 export { Rng, hashString } from './rng.ts';
 export * from './errors.ts';
-export type { Heartbeat, HostedActor } from './protocol.ts';
+export type { Heartbeat, HostedActor, LogLevel, LogRecord } from './protocol.ts';
+export { LogRecordSchema, LOG_LEVELS } from './protocol.ts';
+export { DEFAULT_LOG_RATE, MAX_LOG_MESSAGE_CHARS, formatLogRecord } from './logs.ts';

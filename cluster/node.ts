@@ -1,9 +1,10 @@
 import { hostname } from 'node:os';
-import { lookupActorClass, registeredActorClasses, type ActorClass, type ActorContext, type Protocol } from './actor.ts';
+import { lookupActorClass, registeredActorClasses, type ActorClass, type ActorContext, type ActorLog, type Protocol } from './actor.ts';
 import type { Bus, BusMsg, BusSubscription } from './bus.ts';
-import { decode, pack, validate } from './codec.ts';
-import { ActorDiedError, ActorInitError, BackpressureError, Hr1Error, PlacementError, UnknownActorError, UnknownMethodError, toWire, type WireError } from './errors.ts';
-import { KillRequestSchema, PING_METHOD, SpawnRequestSchema, subjects, type Heartbeat, type HostedActor, type SpawnRequest } from './protocol.ts';
+import { decode, encode, pack, validate } from './codec.ts';
+import { DEFAULT_LOG_RATE, LogLimiter, clipMessage, formatLogRecord } from './logs.ts';
+import { ActorDiedError, ActorInitError, BackpressureError, ConfigError, Hr1Error, PlacementError, UnknownActorError, UnknownMethodError, toWire, type WireError } from './errors.ts';
+import { KillRequestSchema, LogRecordSchema, PING_METHOD, SpawnRequestSchema, subjects, type Heartbeat, type HostedActor, type LogLevel, type LogRecord, type SpawnRequest } from './protocol.ts';
 
 /** Node options. */
 export interface NodeOptions {
@@ -18,6 +19,10 @@ export interface NodeOptions {
   heartbeatMs?: number;
   /** What actors get as `ctx.services` (normally the node's cluster client). */
   services?: unknown;
+  /** Log records each actor replica may publish per second on `hr1.<cluster>.sys.log` (info lines have a bucket of their own); the rest are counted and dropped; 0 = none. @default DEFAULT_LOG_RATE (20) */
+  logRate?: number;
+  /** Print actors' own warnings and errors (`ctx.log`) on this process's stderr too. @default true */
+  printLogs?: boolean;
 }
 
 export const DEFAULT_HEARTBEAT_MS = 500;
@@ -36,6 +41,12 @@ interface Instance {
   queue: Call[];
   running: number;
   stopped: boolean;
+  limiter: LogLimiter;
+  // info lines have their own bucket: a chatty actor cannot crowd its warnings out
+  infoLimiter: LogLimiter;
+  /** calls its handlers finished, and of those the failed ones (heartbeat counters) */
+  calls: number;
+  errors: number;
 }
 
 let nodeCounter = 0;
@@ -58,6 +69,11 @@ export class ClusterNode {
   private seq = 0;
   private readonly startedAt = Date.now();
   private stopping = false;
+  private gone = false;
+  private readonly logRate: number;
+  private readonly printLogs: boolean;
+  // constructor failures have no replica to charge: they share one bucket
+  private readonly initLimiter: LogLimiter;
   services: unknown;
 
   constructor(readonly bus: Bus, opts: NodeOptions = {}) {
@@ -67,6 +83,10 @@ export class ClusterNode {
     this.total = { cpu: 1, gpu: 0, ...(opts.resources ?? {}) };
     this.available = { ...this.total };
     this.services = opts.services;
+    this.logRate = opts.logRate ?? DEFAULT_LOG_RATE;
+    if (!(Number.isFinite(this.logRate) && this.logRate >= 0)) throw new ConfigError('logRate', `must be a number of lines per second, 0 or more; got ${String(opts.logRate)}`);
+    this.printLogs = opts.printLogs ?? true;
+    this.initLimiter = new LogLimiter(this.logRate);
     const hb = opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     const c = this.cluster;
     this.subs.push(bus.subscribe(subjects.nodeSpawn(c, this.nodeId), (m) => void this.onSpawn(m)));
@@ -90,6 +110,9 @@ export class ClusterNode {
         restartCount: inst.req.restartCount,
         pending: inst.queue.length + inst.running,
         resources: inst.req.resources,
+        calls: inst.calls,
+        errors: inst.errors,
+        logsDropped: inst.limiter.dropped + inst.infoLimiter.dropped,
       };
       if (inst.req.name !== undefined) a.name = inst.req.name;
       actors.push(a);
@@ -114,6 +137,22 @@ export class ClusterNode {
       this.bus.publish(subjects.heartbeat(this.cluster), pack(this.heartbeat()));
     } catch {
       // bus down: the next beat after reconnect tells the cluster we are alive
+    }
+  }
+
+  /** Publish one log record of a replica (within its rate limit); an actor's own warnings print here too. */
+  private emit(req: SpawnRequest, limiter: LogLimiter, level: LogLevel, source: LogRecord['source'], message: string, extra: { method?: string; code?: string } = {}): void {
+    if (this.gone) return;
+    const dropped = limiter.take();
+    if (dropped === undefined) return;
+    const rec: LogRecord = { nodeId: this.nodeId, actorId: req.actorId, instanceId: req.instanceId, cls: req.cls, level, source, message: clipMessage(message), time: Date.now(), ...extra };
+    if (req.name !== undefined) rec.name = req.name;
+    if (dropped > 0) rec.dropped = dropped;
+    if (this.printLogs && source === 'actor' && level !== 'info') process.stderr.write(`${formatLogRecord(rec)}\n`);
+    try {
+      this.bus.publish(subjects.log(this.cluster), encode(LogRecordSchema, rec, 'log record'));
+    } catch {
+      // bus down: logs are best effort, calls are not disturbed
     }
   }
 
@@ -172,6 +211,10 @@ export class ClusterNode {
   /** Reserve, run the constructor and subscribe; the spawn's reply bytes. */
   private async startInstance(req: SpawnRequest, cls: ActorClass<Protocol, any, unknown>, fields: { actor: string; node: string }): Promise<Uint8Array> {
     for (const [k, v] of Object.entries(req.resources)) this.available[k] = (this.available[k] ?? 0) - v;
+    const limiter = new LogLimiter(this.logRate);
+    const infoLimiter = new LogLimiter(this.logRate);
+    const say = (level: LogLevel) => (msg: string) => this.emit(req, level === 'info' ? infoLimiter : limiter, level, 'actor', String(msg));
+    const log: ActorLog = { info: say('info'), warn: say('warn'), error: say('error') };
     const ctx: ActorContext = {
       actorId: req.actorId,
       instanceId: req.instanceId,
@@ -179,6 +222,7 @@ export class ClusterNode {
       nodeId: this.nodeId,
       restartCount: req.restartCount,
       services: this.services,
+      log,
     };
     let state: unknown;
     try {
@@ -187,11 +231,13 @@ export class ClusterNode {
     } catch (e) {
       this.release(req.resources);
       const w = e instanceof Hr1Error && e.code === 'SCHEMA_INVALID' ? e.toWire() : new ActorInitError(`constructor of ${req.cls} (${req.actorId}) threw on node ${this.nodeId}: ${(e as Error)?.message ?? String(e)}`, { ...fields, remoteStack: (e as Error)?.stack, cause: e }).toWire();
+      this.emit(req, this.initLimiter, 'error', 'init', w.message, { code: w.code });
       return pack([1, w]);
     }
-    const inst: Instance = { req, cls, state, ctx, sub: undefined as unknown as BusSubscription, queue: [], running: 0, stopped: false };
+    const inst: Instance = { req, cls, state, ctx, sub: undefined as unknown as BusSubscription, queue: [], running: 0, stopped: false, limiter, infoLimiter, calls: 0, errors: 0 };
     inst.sub = this.bus.subscribe(subjects.actorAll(this.cluster, req.actorId), (m) => this.onCall(inst, m), { queue: `q.${req.actorId}` });
     this.instances.set(req.instanceId, inst);
+    if (req.restartCount > 0) this.emit(req, limiter, 'warn', 'restart', `restarted on node ${this.nodeId} (restart ${req.restartCount}): its constructor ran again, its state is new`);
     await this.bus.flush().catch(() => {});
     return pack([0, { nodeId: this.nodeId }]);
   }
@@ -260,8 +306,15 @@ export class ClusterNode {
         value = e;
       }
     }
-    if (bytes === undefined) bytes = pack([1, toWire(value, 'ACTOR_TASK', { actor: inst.req.actorId, method, node: this.nodeId })]);
+    let w: WireError | undefined;
+    if (bytes === undefined) bytes = pack([1, (w = toWire(value, 'ACTOR_TASK', { actor: inst.req.actorId, method, node: this.nodeId }))]);
     msg.respond(bytes);
+    inst.calls++;
+    if (w) {
+      inst.errors++;
+      const code = typeof w.data?.taskCode === 'string' ? w.data.taskCode : w.code;
+      this.emit(inst.req, inst.limiter, 'error', 'call', `${method} failed: ${w.message}`, { method, code });
+    }
     inst.running--;
     if (inst.queue.length > 0) this.pump(inst);
   }
@@ -308,6 +361,7 @@ export class ClusterNode {
    */
   vanish(): void {
     LOCAL_NODES.delete(this.nodeId);
+    this.gone = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     for (const inst of this.instances.values()) {

@@ -6,6 +6,8 @@ export const subjects = {
   actorAll: (c: string, actorId: string) => `hr1.${c}.a.${actorId}.*`,
   heartbeat: (c: string) => `hr1.${c}.sys.hb`,
   ping: (c: string) => `hr1.${c}.sys.ping`,
+  /** Actors' warnings and errors, published by their nodes ({@link LogRecordSchema}). */
+  log: (c: string) => `hr1.${c}.sys.log`,
   nodeSpawn: (c: string, nodeId: string) => `hr1.${c}.node.${nodeId}.spawn`,
   nodeKill: (c: string, nodeId: string) => `hr1.${c}.node.${nodeId}.kill`,
   nodeStop: (c: string, nodeId: string) => `hr1.${c}.node.${nodeId}.stop`,
@@ -23,6 +25,12 @@ export const HostedActorSchema = z.object({
   restartCount: z.number().int(),
   pending: z.number().int(),
   resources: z.record(z.string(), z.number()),
+  /** Calls this replica's handlers finished since it started (older nodes omit it); two heartbeats give a rate. */
+  calls: z.number().int().min(0).optional(),
+  /** Of those, the ones that failed (handler threw, or its output did not match the schema). */
+  errors: z.number().int().min(0).optional(),
+  /** Log records this replica's rate limit dropped (see {@link LogRecordSchema}). */
+  logsDropped: z.number().int().min(0).optional(),
 });
 export type HostedActor = z.infer<typeof HostedActorSchema>;
 
@@ -40,6 +48,36 @@ export const HeartbeatSchema = z.object({
   stopping: z.boolean().optional(),
 });
 export type Heartbeat = z.infer<typeof HeartbeatSchema>;
+
+/** Levels of a log record, least severe first. */
+export const LOG_LEVELS = ['info', 'warn', 'error'] as const;
+export const LogLevelSchema = z.enum(LOG_LEVELS);
+export type LogLevel = z.infer<typeof LogLevelSchema>;
+
+/**
+ * One line of an actor's log, as its node publishes it on `hr1.<cluster>.sys.log`. `source` says
+ * what produced it: the actor itself (`ctx.log`), a call whose handler failed, a constructor that
+ * threw, or a restart. Unknown fields are stripped, so newer nodes may add some.
+ */
+export const LogRecordSchema = z.object({
+  nodeId: z.string(),
+  actorId: z.string(),
+  instanceId: z.string(),
+  cls: z.string(),
+  name: z.string().optional(),
+  level: LogLevelSchema,
+  source: z.enum(['actor', 'call', 'init', 'restart']),
+  /** the method, for a failed call */
+  method: z.string().optional(),
+  /** the error's code, for a failed call or constructor */
+  code: z.string().optional(),
+  message: z.string(),
+  /** when the node saw it, ms since the epoch */
+  time: z.number(),
+  /** records of this replica the rate limit dropped just before this one */
+  dropped: z.number().int().min(0).optional(),
+});
+export type LogRecord = z.infer<typeof LogRecordSchema>;
 
 export const SpawnRequestSchema = z.object({
   actorId: z.string().regex(/^[^\s.*>]+$/),

@@ -3,6 +3,7 @@
  * (`--address`, `--cluster`, credentials, TLS files, `--in-process`) and one way to start it from them.
  */
 import { init, type Runtime } from '../../cluster/init.ts';
+import { formatLogRecord } from '../../cluster/logs.ts';
 
 /** The connection options of a cluster command (see addClusterOptions in experiments/cli/options.ts). */
 export interface ClusterCliOptions {
@@ -31,13 +32,16 @@ export function authOf(o: Pick<ClusterCliOptions, 'user' | 'pass' | 'token' | 'c
  * an embedded one is started — or the in-process transport when `inProcess` is set, or when the
  * command's default is in-process (`defaultInProcess`, e.g. `hr1 packet show`).
  */
-export function startCluster(o: Partial<ClusterCliOptions>, { defaultInProcess = false } = {}): Promise<Runtime> {
-  return init({
+export async function startCluster(o: Partial<ClusterCliOptions>, { defaultInProcess = false } = {}): Promise<Runtime> {
+  const rt = await init({
     ...authOf(o),
     ...(o.cluster !== undefined ? { cluster: o.cluster } : {}),
     ...(o.address ? { address: o.address } : {}),
     inProcess: o.inProcess ?? defaultInProcess,
   });
+  // actors' warnings and errors on other processes' nodes show on stderr (a node here printed its own)
+  rt.cluster.onLog((r) => process.stderr.write(`${formatLogRecord(r)}\n`), { level: 'warn', remoteOnly: true });
+  return rt;
 }
 
 /** Run `fn` on the cluster the options name, and shut that cluster down whatever happens. */
