@@ -12,7 +12,8 @@ import { EpisodeRecordSchema, baseHarness, composeHarness, patchFromCanonical, r
 import { envDescriptor, envFactory, type EnvOptions } from '../envs/registry.ts';
 import { EnvActor, type Stepper } from './env.ts';
 import { ActorRefSchema, type Cluster } from '../cluster/client.ts';
-import { makeModel } from '../policies/targets/make.ts';
+import { clientStatsOf, makeModel } from '../policies/targets/make.ts';
+import { LATENCY_MAX_BUCKET } from '../policies/targets/latency.ts';
 
 export const EpisodeRefSchema = z.object({ taskId: z.string(), seed: z.number().int() });
 export type EpisodeRef = z.infer<typeof EpisodeRefSchema>;
@@ -44,10 +45,37 @@ export const RolloutChunkSchema = z.object({
 });
 export type RolloutChunk = z.input<typeof RolloutChunkSchema>;
 
-export const RolloutReplySchema = z.object({ records: z.array(EpisodeRecordSchema), node: z.string(), chunkId: z.string().max(64).optional() });
+const count = z.number().int().min(0);
+/** An endpoint client's counters on the wire (OpenAIClientStats, policies/targets/openai.ts). */
+export const ClientStatsSchema = z.object({
+  calls: count,
+  requests: count,
+  retries: count,
+  failures: count,
+  timeouts: count,
+  promptTokens: z.number().min(0),
+  completionTokens: z.number().min(0),
+  totalTokens: z.number().min(0),
+  inFlight: count,
+  maxInFlight: count,
+  latency: z.object({ buckets: z.array(z.tuple([count.max(LATENCY_MAX_BUCKET), count])).max(LATENCY_MAX_BUCKET + 1), count, sumMs: z.number().min(0), minMs: z.number().min(0), maxMs: z.number().min(0) }),
+});
+export type ClientStats = z.infer<typeof ClientStatsSchema>;
+
+/**
+ * One replica's endpoint counters since it started: `replica` names the instance and its restart
+ * (a restarted replica counts from 0 again), `seq` orders its snapshots (replies can overtake
+ * each other). The driver keeps the latest per replica and adds them up (drivers/client-stats.ts).
+ */
+export const ReplicaClientStatsSchema = z.object({ replica: z.string().max(200), seq: count, stats: ClientStatsSchema });
+export type ReplicaClientStats = z.infer<typeof ReplicaClientStatsSchema>;
+
+/** `clientStats`: the replica's endpoint counters when its target calls an endpoint (openai:), absent otherwise. */
+export const RolloutReplySchema = z.object({ records: z.array(EpisodeRecordSchema), node: z.string(), chunkId: z.string().max(64).optional(), clientStats: ReplicaClientStatsSchema.optional() });
 export type RolloutReply = z.infer<typeof RolloutReplySchema>;
 
-export const TargetInfoSchema = z.object({ target: z.string(), model: z.string(), node: z.string(), episodes: z.number(), envThreads: z.number() });
+/** `clientStats`: the answering replica's endpoint counters (openai: targets only). */
+export const TargetInfoSchema = z.object({ target: z.string(), model: z.string(), node: z.string(), episodes: z.number(), envThreads: z.number(), clientStats: ClientStatsSchema.optional() });
 export type TargetInfo = z.infer<typeof TargetInfoSchema>;
 
 /** Harnesses (base ∘ patch) one actor keeps, by patch hash, so a patch is checked and parsed once. @default 64 */
@@ -119,16 +147,20 @@ export const TargetActor = defineActor({
       const h = (ctx.services as Cluster).handle(EnvActor, envActor);
       stepper = { run: <O>(task: string, input: unknown) => h.run({ task, input }, { timeout: '2m' }) as Promise<O> };
     }
-    return { target, model, envActor: stepper, pools: new Map<string, WorkerPool>(), concurrency, envThreads, episodes: 0, harnesses: new Map<string, { canonical: string; harness: Harness }>() };
+    return { target, model, envActor: stepper, pools: new Map<string, WorkerPool>(), concurrency, envThreads, episodes: 0, statsSeq: 0, harnesses: new Map<string, { canonical: string; harness: Harness }>() };
   },
   handlers: {
     rollout: async (s, chunk, ctx) => {
       const harness = harnessFor(s.harnesses, chunk.patch);
       const records = await runEpisodes(chunk.env, chunk.envOptions, harness, s.model, chunk.episodes, s.concurrency, stepperFor(s, chunk.env));
       s.episodes += records.length;
-      return { records, node: ctx.nodeId, ...(chunk.chunkId !== undefined ? { chunkId: chunk.chunkId } : {}) };
+      const cs = clientStatsOf(s.model);
+      return { records, node: ctx.nodeId, ...(chunk.chunkId !== undefined ? { chunkId: chunk.chunkId } : {}), ...(cs ? { clientStats: { replica: `${ctx.instanceId}#${ctx.restartCount}`, seq: ++s.statsSeq, stats: cs } } : {}) };
     },
-    info: (s, _i, ctx) => ({ target: s.target, model: s.model.name, node: ctx.nodeId, episodes: s.episodes, envThreads: s.envThreads }),
+    info: (s, _i, ctx) => {
+      const cs = clientStatsOf(s.model);
+      return { target: s.target, model: s.model.name, node: ctx.nodeId, episodes: s.episodes, envThreads: s.envThreads, ...(cs ? { clientStats: cs } : {}) };
+    },
   },
   destroy: async (s) => {
     await Promise.all([...s.pools.values()].map((p) => p.destroy()));

@@ -11,6 +11,8 @@ if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; f
 declare -A NEED=(
   [nats-server]=nats-server
   [mariadbd]=mariadb-server
+  # the dashboard test drives a real headless browser
+  [chromium]=chromium
 )
 missing=()
 for bin in "${!NEED[@]}"; do

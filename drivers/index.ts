@@ -5,6 +5,7 @@
  * (actors, policies, harness, envs, cluster) imports them.
  */
 export { rollout, targetGroup, envGroup, rolloutKeys, summarizeRecords, checkReply, RolloutInfraError, ReplyMismatchError, DEFAULT_INFRA_RETRIES, DEFAULT_INFRA_BACKOFF_MS, type InfraFailure, type RolloutOptions, type RolloutResult, type RolloutSpec } from './rollout.ts';
+export { ClientStatsCollector, sumClientStats, formatEndpointStats, type EndpointStats } from './client-stats.ts';
 export { EpisodeCache, episodeKey, DEFAULT_CACHE_PATH, type EpisodeKey } from './episode-cache.ts';
 export { rewardOf, rewardGroup, baseRecords, checkCandidate, type RewardSpec, type RewardOptions, type RewardResult } from './reward.ts';
 export { buildSftDataset, makeBatches, formatSftSummary, DEFAULT_BATCH_SIZE, DEFAULT_MIN_DELTA, SFT_ROW_KIND, type SftRow, type SftOptions, type SftSummary, type SftProgress } from './sft-dataset.ts';

@@ -17,6 +17,7 @@ import { envDescriptor, type EnvOptions } from '../envs/registry.ts';
 import { DEFAULT_EPISODE_CONCURRENCY, TargetActor, wirePatch, type EpisodeRef } from '../actors/target.ts';
 import { SIM_VERSION } from '../policies/targets/sim/sim.ts';
 import { LM_SERVING_VERSION, resolveConfig } from '../policies/targets/lm/zoo.ts';
+import type { ClientStatsCollector } from './client-stats.ts';
 
 export interface RolloutSpec {
   env: string;
@@ -62,6 +63,8 @@ export interface RolloutOptions {
   infraBackoffMs?: number;
   onProgress?: (p: { done: number; total: number; cached: number }) => void;
   log?: (line: string) => void;
+  /** collects the endpoint client counters the replies carry (endpoint targets only; see drivers/client-stats.ts) */
+  clientStats?: ClientStatsCollector;
 }
 
 export interface RolloutResult {
@@ -234,6 +237,7 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
                 const r = await group.rollout({ env: spec.env, envOptions: spec.envOptions ?? {}, patch: wire, episodes, chunkId }, { timeout: opts.timeout ?? '10m' });
                 const got = checkReply(r, { env: spec.env, chunkId, episodes }, harness);
                 nodes.add(r.node);
+                if (r.clientStats) opts.clientStats?.add(spec.target, r.clientStats);
                 got.forEach((rec, j) => {
                   const x = c[j]!;
                   if (isInfraStatus(rec.outcome.status)) {

@@ -22,6 +22,7 @@ import { extractPacket } from '../policies/engineer/index.ts';
 import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson } from '../harness/index.ts';
 import { ValueModel, rankCandidates } from '../policies/scorer/index.ts';
+import { writeTrainReport, writeTrainScalars } from './report/training.ts';
 import { BOS_ID, DEFAULT_PROMPT_TOKENS, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PATCH_LANG_VERSION, PAD_ID, engineerPromptTokens, packetNames, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 
 export const TrainConfigSchema = z
@@ -194,7 +195,10 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
   const write = (it: IterationLog) => {
     iterations.push(it);
     appendFileSync(logFile, `${JSON.stringify(it)}\n`);
+    // scalars.csv follows iterations.jsonl, so a reader sees every iteration logged so far
+    writeTrainScalars(out, iterations, pairs);
   };
+  writeTrainScalars(out, iterations, pairs);
   try {
     // 1. cold-start data: teacher proposals verified on their batch, non-regressive ones kept
     const t0 = performance.now();
@@ -334,6 +338,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     writeFileSync(onnxPath, await cluster.objects.get(onnx.name));
     await cluster.kill(learner).catch(() => {});
     await cluster.kill(sampler).catch(() => {});
+    writeTrainReport(out, iterations, pairs);
     return { out, sft: { rows: ds.rows.length, representable: sftPairs.length, finalLoss }, iterations, onnx: onnxPath, sftOnnx, checkpoint: ck.path };
   } finally {
     cache.close();

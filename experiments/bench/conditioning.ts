@@ -18,6 +18,7 @@ import type { EpisodeRecord } from '../../harness/types.ts';
 import { FINDING_KINDS, extractPacket, loadBuiltinEngineer, teacherForFinding, teacherPropose, type Packet } from '../../policies/engineer/index.ts';
 import { envDescriptor } from '../../envs/registry.ts';
 import { bootstrapGroups, type Interval } from '../report/bootstrap.ts';
+import { countProgress, type ProgressMode } from '../runner/progress.ts';
 
 export interface ConditioningOptions {
   env: string;
@@ -35,6 +36,8 @@ export interface ConditioningOptions {
   /** folder of the episode cache. @default .hr1/conditioning */
   out?: string;
   log?: (line: string) => void;
+  /** batch rollouts done on stderr (vanilla, then own, other and empty packet's patch per batch): a bar on a TTY, periodic lines otherwise. @default 'silent' */
+  progress?: ProgressMode;
 }
 
 export interface ConditioningResult {
@@ -114,11 +117,16 @@ export async function benchConditioning(cluster: Cluster, o: ConditioningOptions
   const dir = o.out ?? join('.hr1', 'conditioning');
   mkdirSync(dir, { recursive: true });
   const cache = new EpisodeCache(join(dir, `episodes-${createHash('sha256').update(`${o.env}|${o.target}`).digest('hex').slice(0, 10)}.sqlite`));
+  // n vanilla rollouts, then three patched ones per batch
+  const progress = countProgress({ label: `conditioning ${o.env}`, unit: 'batch rollouts', total: 4 * n, mode: o.progress ?? 'silent' });
+  let rolled = 0;
+  const tick = () => progress.update(++rolled);
   try {
     const bases: EpisodeRecord[][] = [];
     const packets: Packet[] = [];
     for (const b of batches) {
       const r = await rollout(cluster, { env: o.env, target: o.target, episodes: b }, { cache });
+      tick();
       bases.push(r.records);
       packets.push(extractPacket(r.records));
     }
@@ -143,7 +151,7 @@ export async function benchConditioning(cluster: Cluster, o: ConditioningOptions
       const ownP = own[i]!;
       const otherP = own[j]!;
       const emptyP = await propose(emptyPacket(packets[i]!));
-      const [a, b, c] = [await outcomes(i, ownP), await outcomes(i, otherP), await outcomes(i, emptyP)];
+      const [a, b, c] = [await outcomes(i, ownP).finally(tick), await outcomes(i, otherP).finally(tick), await outcomes(i, emptyP).finally(tick)];
       const base = bases[i]!.map(won);
       const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
       const d = (w: number[]) => mean(w.map((x, k) => x - base[k]!));
@@ -160,6 +168,7 @@ export async function benchConditioning(cluster: Cluster, o: ConditioningOptions
       sums.interventions += a.interventions;
       log(`  batch ${i + 1}/${n}: Δ own ${row.own.toFixed(3)}, other packet's ${row.other.toFixed(3)}, empty packet's ${row.empty.toFixed(3)}${canonicalJson(ownP) === canonicalJson(otherP) ? ' (same patch)' : ''}`);
     }
+    progress.finish();
     return {
       env: o.env,
       target: o.target,
@@ -178,6 +187,7 @@ export async function benchConditioning(cluster: Cluster, o: ConditioningOptions
       per_batch: perBatch,
     };
   } finally {
+    progress.stop();
     cache.close();
   }
 }

@@ -58,6 +58,33 @@ addClusterOptions(
   await runStatus(o);
 });
 
+addClusterOptions(
+  program
+    .command('dashboard')
+    .description('a web page: the cluster (nodes, actors, logs), the runs (tables, plots, training curves) and an episode viewer')
+    .option('--address <url>', 'NATS address of a cluster to show (nats://host:port); without it, run folders only', parseAddress)
+    .option('--runs <dir>', 'the folder of run folders', 'runs')
+    .option('--port <n>', 'port (0: a free one)', parseIntOpt('--port', { min: 0, max: 65535 }), 8265)
+    .option('--host <host>', 'interface to listen on', '127.0.0.1'),
+  { address: false },
+).action(async (o) => {
+  const { runDashboard } = await import('../commands/dashboard.ts');
+  await runDashboard(o);
+});
+
+addClusterOptions(
+  program
+    .command('logs')
+    .description("follow the actors' warnings and errors (failed calls, constructors that threw, restarts, ctx.log lines) from every node of a cluster until stopped")
+    .requiredOption('--address <url>', 'NATS address of the cluster (nats://host:port)', parseAddress)
+    .addOption(new Option('--level <level>', 'least severe level shown').choices(['info', 'warn', 'error']).default('warn'))
+    .option('--json', 'print one JSON record a line'),
+  { address: false },
+).action(async (o) => {
+  const { runLogs } = await import('../commands/cluster.ts');
+  await runLogs(o);
+});
+
 const bench = program.command('bench').description('benchmarks that print figures and ratios');
 bench
   .command('cluster')
@@ -391,11 +418,24 @@ expCommon(expCmd.command('coevolve').description('patches from the vanilla targe
   });
 program
   .command('report')
-  .description('regenerate an experiment\'s report and plots from its stored results (no rollouts)')
-  .argument('<run-dir>', 'a run folder of hr1 exp …')
+  .description('regenerate a run folder\'s report, summary.json, scalars.csv and plots from what it stores (no rollouts); a train run folder gets scalars.csv and plots/training.svg')
+  .argument('<run-dir>', 'a run folder of hr1 exp … or hr1 train')
   .action(async (dir: string) => {
     const { runReport } = await import('../exp/index.ts');
     await runReport(dir);
+  });
+
+const episodesCmd = program.command('episodes').description('the episodes of a run folder (hr1 exp or hr1 train): export them as plain JSON trajectories');
+episodesCmd
+  .command('export')
+  .description('one JSON trajectory a line (env, target, method, packet, variant, taskId, seed, won, reward, patchHash, goal, outcome, steps); stdout unless --out')
+  .argument('<run-dir>', 'a run folder of hr1 exp … or hr1 train')
+  .option('--format <f>', 'output format (jsonl)', 'jsonl')
+  .option('--filter <key=value>', 'keep matching episodes (repeatable): env, target, method, taskId, seed, won, packet, variant, patchHash', (v: string, prev: string[]) => [...prev, v], [] as string[])
+  .option('--out <file>', 'write to this file instead of stdout')
+  .action(async (dir: string, o) => {
+    const { episodesExport } = await import('../commands/episodes.ts');
+    await episodesExport(dir, o);
   });
 
 const zoo = program.command('zoo').description('learned lm/ targets: small models trained on expert trajectories, served by ONNX Runtime');

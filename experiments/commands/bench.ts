@@ -98,7 +98,7 @@ export async function benchConditioningCommand(o: BenchConditioningOptions): Pro
       const out = [];
       for (const p of pairs) {
         process.stderr.write(`conditioning: ${o.engineer} on ${p.env} (${p.target}${p.target.startsWith('sim/') ? ', SIMULATED' : ''}), ${o.batches} held-out batches of ${o.size}\n`);
-        out.push(await benchConditioning(rt.cluster, { ...p, engineer: o.engineer, batches: o.batches, size: o.size, seed: o.seed, ...(o.split ? { split: o.split } : {}), ...(o.out ? { out: o.out } : {}) }));
+        out.push(await benchConditioning(rt.cluster, { ...p, engineer: o.engineer, batches: o.batches, size: o.size, seed: o.seed, ...(o.split ? { split: o.split } : {}), ...(o.out ? { out: o.out } : {}), progress: 'auto' }));
       }
       return out;
     },

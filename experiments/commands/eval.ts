@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import cliProgress from 'cli-progress';
 import { Hr1Error } from '../../cluster/errors.ts';
-import { EpisodeCache, DEFAULT_CACHE_PATH, rollout, summarizeRecords } from '../../drivers/index.ts';
+import { ClientStatsCollector, EpisodeCache, DEFAULT_CACHE_PATH, formatEndpointStats, rollout, summarizeRecords } from '../../drivers/index.ts';
+import { countProgress, progressIntervalMs, type CountProgress } from '../runner/progress.ts';
 import { envDescriptor, listTasks, type EnvOptions } from '../../envs/registry.ts';
 import { describeTargetOptions, isDefaultTargetOptions, resolveTargetOptions, type TargetOptions } from '../../policies/targets/options.ts';
 import { targetFlagsOf } from '../cli/options.ts';
@@ -127,36 +127,48 @@ export async function runEval(o: EvalOptions): Promise<void> {
   const episodes = seeds.flatMap((seed) => tasks.map((taskId) => ({ taskId, seed })));
   const patch = loadPatch(o);
   const settings = isDefaultTargetOptions(targetOptions) ? undefined : targetOptions;
+  const showProgress = o.progress && !o.json;
+  // a bad HR1_PROGRESS_INTERVAL fails before the cluster starts
+  const intervalMs = showProgress ? progressIntervalMs() : 0;
   const rt = await startCluster(o);
   let cache: EpisodeCache | null = null;
   const simNote = spec.kind === 'sim' ? ' (SIMULATED target)' : '';
   const log = (l: string) => process.stderr.write(`${l}\n`);
-  let bar: cliProgress.SingleBar | null = null;
+  let progress: CountProgress | null = null;
+  const clientStats = new ClientStatsCollector();
+  let reported = false;
   try {
     if (!o.json) log(`hr1 eval: ${o.env}, ${tasks.length} tasks × ${seeds.length} seeds, target ${o.target}${simNote}${settings ? ` (${describeTargetOptions(settings)})` : ''}, ${o.baseline ? `baseline ${o.baseline}` : o.patch ? `patch ${o.patch}` : 'no patch'}; ${rt.note}`);
     cache = o.cache ? openCache(o.cachePath) : null;
-    bar = o.progress && !o.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'episodes {bar} {value}/{total} ({cached} cached) {eta_formatted} left', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
-    bar?.start(episodes.length, 0, { cached: 0 });
+    // a bar on a TTY; otherwise a line every HR1_PROGRESS_INTERVAL (10 s) and a final one
+    progress = countProgress({ label: 'eval', total: episodes.length, mode: showProgress ? 'auto' : 'silent', intervalMs });
     const r = await rollout(rt.cluster, { env: o.env, target: o.target, patch, episodes, envOptions, ...(settings ? { targetOptions: { ...settings } } : {}) }, {
       cache,
       replicas: o.replicas,
       envThreads: o.envThreads,
-      onProgress: (p) => bar?.update(p.done, { cached: p.cached }),
+      onProgress: (p) => progress?.update(p.done, { cached: p.cached }),
       log,
+      clientStats,
     });
-    bar?.stop();
+    progress.finish();
     const s = summarizeRecords(r.records);
+    // the endpoint client's counters over the target's replicas (openai: targets; null otherwise)
+    const cs = clientStats.total(o.target);
     const hooks = hookTotals(r.records);
     if (o.json) {
-      console.log(JSON.stringify({ env: o.env, target: o.target, simulated: spec.kind === 'sim', targetOptions: settings ?? {}, patch: o.patch ?? o.baseline ?? null, tasks: tasks.length, seeds, ...s, hooks, stats: r.stats }, null, 2));
+      console.log(JSON.stringify({ env: o.env, target: o.target, simulated: spec.kind === 'sim', targetOptions: settings ?? {}, patch: o.patch ?? o.baseline ?? null, tasks: tasks.length, seeds, ...s, hooks, stats: r.stats, ...(cs ? { client_stats: cs } : {}) }, null, 2));
     } else {
       console.log(table(['env', 'target', 'episodes', 'success', 'score', 'avg steps', 'interventions', 'hint words/decision', 'statuses'], [[o.env, `${o.target}${simNote}`, s.episodes, `${(s.success * 100).toFixed(1)}%`, s.score.toFixed(3), s.steps.toFixed(1), `${(s.interventionRate * 100).toFixed(1)}%`, s.hintTokensPerDecision.toFixed(1), Object.entries(s.statuses).map(([k, v]) => `${k} ${v}`).join(', ')]]));
       const hk = Object.entries(hooks).filter(([, v]) => v > 0);
       if (hk.length) console.log(`\nhook counters: ${hk.map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      if (cs) console.log(`\n${formatEndpointStats(cs)}`);
+      reported = true;
       console.log(`\n${r.stats.ran} episodes run, ${r.stats.cached} from the cache${cache ? ` (${cache.path})` : ''}, ${r.stats.resent} chunks re-sent, ${r.stats.rerun} episodes re-run after infra errors, ${(r.stats.ms / 1000).toFixed(1)} s, nodes: ${r.stats.nodes.join(', ') || '-'}`);
     }
   } finally {
-    bar?.stop();
+    progress?.stop();
+    // a run that failed (an endpoint down) still tells what its client saw
+    if (!reported && !o.json) for (const c of clientStats.totals()) log(formatEndpointStats(c));
     cache?.close();
     await rt.shutdown();
     const { closeAll } = await import('../../envs/dbbench/index.ts');

@@ -85,7 +85,16 @@ export interface ZooTableOptions {
 export async function zooTableCommand(o: ZooTableOptions): Promise<void> {
   await useZooConfig(o.config);
   const lm = await import('../../policies/targets/lm/index.ts');
-  const rows = await lm.zooTableRows({ ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.seeds ? { seeds: o.seeds } : {}), jobs: o.jobs ?? Math.min(4, availableParallelism()), log: o.json ? (l: string) => process.stderr.write(`${l}\n`) : log, ...(o.only ? { only: o.only } : {}) });
+  const { countProgress } = await import('../runner/progress.ts');
+  // a bar on a TTY, else a line every HR1_PROGRESS_INTERVAL; total known once the entries are resolved
+  const progress = countProgress({ label: 'zoo table', total: 0 });
+  let rows: Awaited<ReturnType<typeof lm.zooTableRows>>;
+  try {
+    rows = await lm.zooTableRows({ ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.seeds ? { seeds: o.seeds } : {}), jobs: o.jobs ?? Math.min(4, availableParallelism()), log: o.json ? (l: string) => process.stderr.write(`${l}\n`) : log, ...(o.only ? { only: o.only } : {}), onProgress: (p) => progress.update(p.done, p) });
+    progress.finish();
+  } finally {
+    progress.stop();
+  }
   const md = lm.zooTableMarkdown(rows);
   if (o.json) console.log(JSON.stringify(lm.zooTableJson(rows)));
   else console.log(md);

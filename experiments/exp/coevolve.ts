@@ -13,7 +13,7 @@ import { fmtInterventions, interventionRate, taskSeedMatrix } from '../report/da
 import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { ExpError } from '../runner/errors.ts';
-import { primaryMetric, type EvalRow } from '../runner/evaluate.ts';
+import { envMetrics, primaryMetric, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { planMethodOnTarget } from './sweep.ts';
@@ -140,7 +140,21 @@ export function reportCoevolve(meta: RunMeta, rows: EvalRow[]): Report {
     '![coevolve](plots/coevolve.svg)',
     '',
   ].join('\n');
-  const svg = barChart({ title: `exp coevolve: ${base} → ${tuned}${meta.simulated.length ? ' (SIMULATED)' : ''}`, subtitle: 'primary metric, 95% bootstrap CI', categories: cols, yName: '%', series: arms.map((a, i) => ({ name: a.label, values: val[i]! })), height: 480 });
+  // the chart shows the envs' other metrics too (WebShop success beside its score)
+  const extra = envs.flatMap((env) => envMetrics(env).slice(1).map((metric) => ({ env, metric })));
+  const extraOf = (a: (typeof arms)[number], ai: number) =>
+    extra.map(({ env, metric }) => {
+      const x = taskSeedMatrix(rows.filter((r) => r.env === env && r.target === a.target && r.method === a.method && (a.method === 'vanilla' || r.variant === a.variant)), metric);
+      return x ? bootstrapStrata([x], boot(`${ai}|${env}|${metric}`)) : null;
+    });
+  const svg = barChart({
+    title: `exp coevolve: ${base} → ${tuned}${meta.simulated.length ? ' (SIMULATED)' : ''}`,
+    subtitle: `${extra.length ? 'every metric per env, the average of the primary ones' : 'primary metric'}, 95% bootstrap CI`,
+    categories: [...envs.map((e) => (extra.length ? `${e} ${primaryMetric(e)}` : e)), ...extra.map((c) => `${c.env} ${c.metric}`), 'average'],
+    yName: '%',
+    series: arms.map((a, i) => ({ name: a.label, values: [...val[i]!.slice(0, envs.length), ...extraOf(a, i), val[i]![envs.length]!] })),
+    height: 480,
+  });
   const text = [`exp coevolve — ${base} → ${tuned}${meta.simulated.length ? ` (SIMULATED: ${meta.simulated.join(', ')})` : ''}; %, 95% CI`, textTable([...head, 'interventions'], tRows)].join('\n');
   return { markdown: md, text, plots: [{ name: 'coevolve', svg }] };
 }

@@ -10,6 +10,7 @@ import { ENV_NAMES, envDescriptor, envNames, isEnvName } from '../../envs/regist
 import { z } from 'zod';
 import { init, type InitOptions } from '../../cluster/init.ts';
 import type { Cluster } from '../../cluster/client.ts';
+import { formatLogRecord } from '../../cluster/logs.ts';
 import { parseTargetSpec } from '../../policies/targets/spec.ts';
 import { targetOptionsByTarget, type TargetOptions } from '../../policies/targets/options.ts';
 import { checkTarget } from '../commands/targets.ts';
@@ -21,9 +22,12 @@ import { ExpError } from '../runner/errors.ts';
 import { ExpRun, testTasks, type EvalRow } from '../runner/evaluate.ts';
 import { getMethod, methodAvailable, type Method, type MethodOptions } from '../runner/methods.ts';
 import { makeProgress, type ProgressMode } from '../runner/progress.ts';
+import { formatEndpointStats } from '../../drivers/client-stats.ts';
 import { RUN_FILES, RunDir, type RunMeta } from '../runner/run-dir.ts';
 import { rowsToCsv } from '../report/data.ts';
 import { svgToPng } from '../report/plots.ts';
+import { summarizeRun } from '../report/summary.ts';
+import { expScalars, scalarsToCsv } from '../report/scalars.ts';
 
 
 /** @default 0 */
@@ -245,10 +249,13 @@ export function splitsMeta(o: CommonOptions): RunMeta['splits'] {
   return out;
 }
 
-/** Write report.md, results.csv and plots (SVG and PNG) from a report and the rows. */
+/** Write report.md, results.csv, summary.json, scalars.csv and plots (SVG and PNG) from a report and the rows. */
 export function writeReport(run: RunDir, meta: RunMeta, rows: readonly EvalRow[], report: Report): void {
   run.writeFile(RUN_FILES.report, report.markdown);
   run.writeFile(RUN_FILES.csv, rowsToCsv(meta.exp, rows));
+  const summary = summarizeRun(meta, rows);
+  run.writeFile(RUN_FILES.summary, `${JSON.stringify(summary, null, 2)}\n`);
+  run.writeFile(RUN_FILES.scalars, scalarsToCsv(expScalars(rows, summary)));
   for (const p of report.plots) {
     run.writeFile(`${RUN_FILES.plots}/${p.name}.svg`, p.svg);
     run.writeFile(`${RUN_FILES.plots}/${p.name}.png`, svgToPng(p.svg));
@@ -300,6 +307,8 @@ export async function runExperiment(
   let x: ExpRun | null = null;
   try {
     const cluster = io.cluster ?? (rt = await init(initOptionsOf(o))).cluster;
+    // warnings and errors that actors on other nodes forward (cluster/logs.ts), through the progress printer
+    if (rt) rt.cluster.onLog((r) => progress.log(formatLogRecord(r)), { level: 'warn', remoteOnly: true });
     const note = rt?.note ?? io.note;
     if (note !== undefined) progress.log(`hr1 exp ${exp}: ${note}; run folder ${dir}`);
     if (full.simulated.length) progress.log(`SIMULATED targets: ${full.simulated.join(', ')}`);
@@ -307,6 +316,8 @@ export async function runExperiment(
     x = new ExpRun(cluster, run, progress, o.rollout, {}, io.onUnitDone, targetOptions);
     await plan(x);
   } finally {
+    // what each endpoint target's client did (requests, tokens, retries, latencies), also when the run failed
+    if (x) for (const c of x.clientStats.totals()) progress.log(formatEndpointStats(c));
     progress.stop();
     if (rt) await rt.shutdown();
     if (!x || x.ran + x.skipped === 0) run.close();

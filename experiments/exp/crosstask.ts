@@ -161,7 +161,7 @@ export function reportCrosstask(meta: RunMeta, rows: EvalRow[]): Report {
     subtitle: 'gain in points; bar = mean over seeds, whisker = ± std',
     categories: envs,
     yName: 'points',
-    series: avail.map((m) => ({ name: m.label, values: envs.map((e) => {
+    series: avail.map((m) => ({ name: m.label, method: m.name, values: envs.map((e) => {
       const x = ms(per[m.name]![e]!);
       return x ? { mean: x.mean, lo: x.mean - x.std, hi: x.mean + x.std, n: x.n } : null;
     }) })),

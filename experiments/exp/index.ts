@@ -8,7 +8,7 @@ export { runExpSweep, resolveExpSweep, reportSweep, ExpSweepSchema, DEFAULT_SWEE
 export { runExpCrosstask, resolveExpCrosstask, reportCrosstask, ExpCrosstaskSchema, DEFAULT_CROSSTASK_TARGET, DEFAULT_CROSSTASK_METHODS, DEFAULT_FAILURES, DEFAULT_CROSSTASK_SEEDS, DEFAULT_CROSSTASK_TEST, type ExpCrosstaskInput, type ExpCrosstaskOptions } from './crosstask.ts';
 export { runExpAblate, resolveExpAblate, reportAblate, withoutHook, ExpAblateSchema, DEFAULT_ABLATE_TARGET, DEFAULT_ABLATE_METHOD, type ExpAblateInput, type ExpAblateOptions } from './ablate.ts';
 export { runExpCoevolve, resolveExpCoevolve, reportCoevolve, tunedOf, ExpCoevolveSchema, DEFAULT_COEVOLVE_BASE, DEFAULT_COEVOLVE_METHOD, type ExpCoevolveInput, type ExpCoevolveOptions } from './coevolve.ts';
-export { runReport, REPORTERS } from './regenerate.ts';
+export { runReport, REPORTERS, type ExpReportResult, type TrainReportResult } from './regenerate.ts';
 export {
   DEFAULT_SEED,
   DEFAULT_TEST,

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { envDescriptor, inReportOrder } from '../../envs/registry.ts';
+import { TASK_TYPES } from '../../envs/alfworld/index.ts';
 import { bootstrapStrata, meanStd, pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { fmtInterventions, interventionRate, rowMean, taskSeedMatrix, type Metric } from '../report/data.ts';
 import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
@@ -88,6 +89,32 @@ export async function runExpMain(input: ExpMainInput & { config?: string }, io: 
     },
     reportMain,
   );
+}
+
+/** The ALFWorld task family of a task id (`valid_seen/pick_and_place_simple-Pencil-…/trial_…`); 'other' when none matches. */
+export function alfworldTaskType(taskId: string): string {
+  return TASK_TYPES.find((t) => taskId.includes(`${t}-`)) ?? 'other';
+}
+
+/** Intervention rates per task (sorted) and seed (sorted), averaged over the rows; null when no episode recorded one. */
+function interventionMatrix(rows: readonly EvalRow[]): number[][] | null {
+  const acc = new Map<string, Map<number, { s: number; n: number }>>();
+  for (const r of rows) {
+    for (const [t, seed, , , iv] of r.outcomes) {
+      if (iv === undefined) continue;
+      let m = acc.get(t);
+      if (!m) acc.set(t, (m = new Map()));
+      const c = m.get(seed) ?? { s: 0, n: 0 };
+      c.s += iv;
+      c.n++;
+      m.set(seed, c);
+    }
+  }
+  if (acc.size === 0) return null;
+  return [...acc.keys()].sort().map((t) => {
+    const m = acc.get(t)!;
+    return [...m.keys()].sort((a, b) => a - b).map((s) => m.get(s)!.s / m.get(s)!.n);
+  });
 }
 
 /** Columns of the main table: each env's metrics, in a fixed env order. */
@@ -178,20 +205,56 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     '',
     '![delta vs vanilla](plots/main-delta.svg)',
     '',
+    ...(rows.some((r) => r.outcomes.some((o) => o[4] !== undefined)) ? ['![interventions](plots/main-interventions.svg)', ''] : []),
+    ...(envs.includes('alfworld') ? ['![ALFWorld success per task type](plots/main-task-types.svg)', ''] : []),
   ].join('\n');
 
   const avail = meta.methods.filter((m) => m.available === true);
-  const cats = [...primary.map((c) => envDescriptor(c.env).title), 'average'];
+  const sim = meta.simulated.includes(target) ? ' (SIMULATED)' : '';
+  // every metric of every env (WebShop: score and success), then the average of the primary ones
+  const cats = [...cols.map((c) => c.title), 'average (primary)'];
+  const bars = (values: (m: RunMeta['methods'][number]) => (Interval | null)[], ms = avail) => ms.map((m) => ({ name: m.label, method: m.name, values: values(m) }));
   const plots = [
     {
       name: 'main-primary',
-      svg: barChart({ title: `exp main: ${target}${meta.simulated.includes(target) ? ' (SIMULATED)' : ''}`, subtitle: 'primary metric per env, 95% bootstrap CI', categories: cats, yName: '%', series: avail.map((m) => ({ name: m.label, values: [...primary.map((c) => cell[m.name]![`${c.env}.${c.metric}`] ?? null), cell[m.name]!.avg ?? null] })) }),
+      svg: barChart({ title: `exp main: ${target}${sim}`, subtitle: 'every metric per env, and the average of the primary ones; 95% bootstrap CI', categories: cats, yName: '%', series: bars((m) => [...cols.map((c) => cell[m.name]![`${c.env}.${c.metric}`] ?? null), cell[m.name]!.avg ?? null]) }),
     },
     {
       name: 'main-delta',
-      svg: barChart({ title: `Δ vs vanilla: ${target}${meta.simulated.includes(target) ? ' (SIMULATED)' : ''}`, subtitle: 'paired, points, 95% bootstrap CI', categories: cats, yName: 'points', series: avail.filter((m) => m.name !== 'vanilla').map((m) => ({ name: m.label, values: [...primary.map((c) => delta[m.name]![`${c.env}.${c.metric}`] ?? null), delta[m.name]!.avg ?? null] })) }),
+      svg: barChart({ title: `Δ vs vanilla: ${target}${sim}`, subtitle: 'paired, points, 95% bootstrap CI', categories: cats, yName: 'points', series: bars((m) => [...cols.map((c) => delta[m.name]![`${c.env}.${c.metric}`] ?? null), delta[m.name]!.avg ?? null], avail.filter((m) => m.name !== 'vanilla')) }),
     },
   ];
+  // the share of executed actions the patch chose, per env, where the rows recorded it
+  const ivEnvs = inReportOrder(envs).filter((env) => avail.some((m) => interventionMatrix(rowsOf(m.name, env))));
+  if (ivEnvs.length) {
+    plots.push({
+      name: 'main-interventions',
+      svg: barChart({
+        title: `interventions: ${target}${sim}`,
+        subtitle: 'share of executed actions the patch forced or rewrote, %, 95% bootstrap CI',
+        categories: ivEnvs.map((e) => envDescriptor(e).title),
+        yName: '%',
+        series: bars((m) => ivEnvs.map((env) => ((x) => (x ? bootstrapStrata([x], boot(`iv|${m.name}|${env}`)) : null))(interventionMatrix(rowsOf(m.name, env))))),
+      }),
+    });
+  }
+  // ALFWorld success per task family (the family is in the task id)
+  if (envs.includes('alfworld')) {
+    const types = TASK_TYPES.filter((tt) => rows.some((r) => r.env === 'alfworld' && r.outcomes.some((o) => alfworldTaskType(o[0]) === tt)));
+    const ofType = (rs: EvalRow[], tt: string) => rs.map((r) => ({ ...r, outcomes: r.outcomes.filter((o) => alfworldTaskType(o[0]) === tt) })).filter((r) => r.outcomes.length > 0);
+    if (types.length) {
+      plots.push({
+        name: 'main-task-types',
+        svg: barChart({
+          title: `ALFWorld success per task type: ${target}${sim}`,
+          subtitle: '%, 95% bootstrap CI over the type\'s tasks and seeds',
+          categories: types.map((tt) => tt.replace(/_/g, ' ')),
+          yName: '%',
+          series: bars((m) => types.map((tt) => ((x) => (x ? bootstrapStrata([x], boot(`tt|${m.name}|${tt}`)) : null))(taskSeedMatrix(ofType(rowsOf(m.name, 'alfworld'), tt), 'success')))),
+        }),
+      });
+    }
+  }
   const text = [`exp main — target ${target}${meta.simulated.includes(target) ? ' (SIMULATED target)' : ''}; %, 95% bootstrap CI`, textTable(head, tableRows), '', `paper ordering: ${PAPER_MAIN.ordering}`, `ours (average): ${ordering}`].join('\n');
   return { markdown: md, text, plots };
 }

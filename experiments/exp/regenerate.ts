@@ -1,5 +1,9 @@
 /** `hr1 report RUN_DIR`: the report and plots again, from the run folder's stored rows only. */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ExpError } from '../runner/errors.ts';
+import { writeTrainReport } from '../report/training.ts';
+import { trainPairs, type IterationLog } from '../train.ts';
 import type { EvalRow } from '../runner/evaluate.ts';
 import { RunDir, type RunMeta } from '../runner/run-dir.ts';
 import { reportAblate } from './ablate.ts';
@@ -17,13 +21,58 @@ export const REPORTERS: Record<string, (meta: RunMeta, rows: EvalRow[]) => Repor
   coevolve: reportCoevolve,
 };
 
+/** What `runReport` made of an exp run folder. */
+export interface ExpReportResult {
+  kind: 'exp';
+  runDir: string;
+  meta: RunMeta;
+  rows: EvalRow[];
+  report: Report;
+}
+
+/** What `runReport` made of a train run folder: scalars.csv and plots/training.svg, .png. */
+export interface TrainReportResult {
+  kind: 'train';
+  runDir: string;
+  iterations: IterationLog[];
+  files: { scalars: string; svg: string; png: string };
+}
+
+/** A train run folder (hr1 train): config.json and iterations.jsonl, no run.json. */
+function isTrainRun(dir: string): boolean {
+  return !existsSync(join(dir, 'run.json')) && existsSync(join(dir, 'config.json')) && existsSync(join(dir, 'iterations.jsonl'));
+}
+
+function trainReport(runDir: string, io: { stdout?: (text: string) => void }): TrainReportResult {
+  const cfg = JSON.parse(readFileSync(join(runDir, 'config.json'), 'utf8')) as { env?: string; target?: string };
+  const pairs = trainPairs({ env: cfg.env ?? 'alfworld', target: cfg.target ?? '' });
+  const iterations = readFileSync(join(runDir, 'iterations.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as IterationLog];
+      } catch {
+        return []; // a line being written
+      }
+    });
+  const files = writeTrainReport(runDir, iterations, pairs);
+  (io.stdout ?? ((s: string) => console.log(s)))(`hr1 report: ${runDir} (train run, ${iterations.length} iterations): ${files.svg}, ${files.png}, ${files.scalars}`);
+  return { kind: 'train', runDir, iterations, files };
+}
+
 /**
- * Regenerate report.md, results.csv and plots/ of a run folder; no rollouts.
+ * Regenerate a run folder's report from what it stores; no rollouts. An exp run folder: report.md,
+ * results.csv, summary.json, scalars.csv and plots/; a train run folder: scalars.csv and
+ * plots/training.svg and .png.
  *
  * @example
  * const r = await runReport('runs/main-1a2b3c4d5e');
+ * if (r.kind === 'exp') console.log(r.rows.length);
  */
-export async function runReport(runDir: string, io: { stdout?: (text: string) => void } = {}): Promise<{ runDir: string; meta: RunMeta; rows: EvalRow[]; report: Report }> {
+export async function runReport(runDir: string, io: { stdout?: (text: string) => void } = {}): Promise<ExpReportResult | TrainReportResult> {
+  if (isTrainRun(runDir)) return trainReport(runDir, io);
+  if (!existsSync(join(runDir, 'run.json'))) throw new ExpError('EXP_RUN_DIR', `${runDir} is not a run folder (no run.json, nor config.json with iterations.jsonl); pass a folder that hr1 exp or hr1 train wrote`, { data: { dir: runDir } });
   const run = new RunDir(runDir, { create: false });
   const meta = run.readMeta();
   const reporter = REPORTERS[meta.exp];
@@ -34,5 +83,5 @@ export async function runReport(runDir: string, io: { stdout?: (text: string) =>
   writeReport(run, meta, rows, report);
   run.close();
   (io.stdout ?? ((s: string) => console.log(s)))(report.text);
-  return { runDir, meta, rows, report };
+  return { kind: 'exp', runDir, meta, rows, report };
 }

@@ -10,7 +10,7 @@ import { pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { fmtInterventions, interventionRate, taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { heatmap } from '../report/plots.ts';
-import { primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import { envMetrics, primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { Method } from '../runner/methods.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, splitsMeta, targetEnvs, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';
@@ -138,7 +138,23 @@ export function reportSweep(meta: RunMeta, rows: EvalRow[]): Report {
     '![gain heatmap](plots/sweep-heatmap.svg)',
     '',
   ].join('\n');
-  const svg = heatmap({ title: `exp sweep: gain of ${method.label} (points)`, subtitle: `${summary}${meta.simulated.length ? '; SIMULATED targets marked (SIM)' : ''}`, x: envs, y: meta.targets.map(label), values: cells.map((r) => r.map((c) => (c ? c.mean : null))) });
+  // the envs' other metrics too (WebShop success beside its score)
+  const extra = envs.flatMap((env) => envMetrics(env).slice(1).map((metric) => ({ env, metric })));
+  const extraCells = meta.targets.map((t) =>
+    extra.map(({ env, metric }) => {
+      const a = taskSeedMatrix(rows.filter((r) => r.env === env && r.target === t && r.method === method.name && r.variant === ''), metric);
+      const v = taskSeedMatrix(rows.filter((r) => r.env === env && r.target === t && r.method === 'vanilla'), metric);
+      return a && v ? pairedDelta([a], [v], { resamples: b.resamples, level: b.level, seed: `${b.seed}|${t}|${env}|${metric}` }) : null;
+    }),
+  );
+  const named = meta.targets.length <= 3 ? meta.targets.join(', ') : `${meta.targets.length} targets (${meta.targets.slice(0, 2).join(', ')}, …)`;
+  const svg = heatmap({
+    title: `exp sweep: gain of ${method.label} on ${named} (points)`,
+    subtitle: `${summary}${meta.simulated.length ? '; SIMULATED targets marked (SIM)' : ''}`,
+    x: [...envs.map((e) => (extra.length ? `${e} ${primaryMetric(e)}` : e)), ...extra.map((c) => `${c.env} ${c.metric}`)],
+    y: meta.targets.map(label),
+    values: cells.map((r, i) => [...r, ...extraCells[i]!].map((c) => (c ? c.mean : null))),
+  });
   const text = [`exp sweep — ${method.label}; Δ vs vanilla in points, 95% CI; (SIM) = SIMULATED target`, textTable(head, tRows), summary].join('\n');
   return { markdown: md, text, plots: [{ name: 'sweep-heatmap', svg }] };
 }

@@ -56,7 +56,8 @@ export function fmtInterventions(v: number | null): string {
   return v === null ? '—' : `${(v * 100).toFixed(1)} %`;
 }
 
-function csvCell(v: unknown): string {
+/** A CSV cell: quoted when it holds a comma, a quote or a newline (RFC 4180). */
+export function csvCell(v: unknown): string {
   const s = v === null || v === undefined ? '' : String(v);
   return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }

@@ -7,7 +7,7 @@
 import type { Cluster } from '../../cluster/client.ts';
 import { Rng } from '../../cluster/rng.ts';
 import { envDescriptor, envNames, isEnvName, listTasks, type EnvMetric, type EnvOptions, type EnvSplits } from '../../envs/registry.ts';
-import { makeBatches, rollout } from '../../drivers/index.ts';
+import { ClientStatsCollector, makeBatches, rollout } from '../../drivers/index.ts';
 import type { EpisodeRef } from '../../actors/index.ts';
 import { isInfraStatus, parsedPatch, type EpisodeRecord } from '../../harness/index.ts';
 import { extractPacket, packetHash, type Packet } from '../../policies/engineer/index.ts';
@@ -113,6 +113,8 @@ export class ExpRun {
   private packets = new Map<string, Promise<PacketSource>>();
   ran = 0;
   skipped = 0;
+  /** the endpoint client counters of this run's rollouts, per target (endpoint targets only) */
+  readonly clientStats = new ClientStatsCollector();
 
   constructor(
     readonly cluster: Cluster,
@@ -153,6 +155,7 @@ export class ExpRun {
       chunk: this.rolloutSettings.chunk,
       onProgress: (p) => this.progress.episodes(p.done, p.total, p.cached),
       log: (l) => this.progress.log(l),
+      clientStats: this.clientStats,
     });
     return r.records;
   }

@@ -18,6 +18,10 @@ export const RUN_FILES = {
   report: 'report.md',
   plots: 'plots',
   timing: 'timing.json',
+  /** the report's tables as JSON (experiments/report/summary.ts) */
+  summary: 'summary.json',
+  /** every scalar, one per row (experiments/report/scalars.ts) */
+  scalars: 'scalars.csv',
 } as const;
 
 /** What run.json holds: everything the report needs besides the results. */

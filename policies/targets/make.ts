@@ -4,7 +4,7 @@ import type { DecisionContext, Model } from '../../harness/index.ts';
 import { parseTargetSpec, type TargetErrorCode } from './spec.ts';
 import { resolveTargetOptions, type TargetOptions } from './options.ts';
 import { simModel } from './sim/sim.ts';
-import type { OpenAIClient, OpenAIModel, OpenAIModelOptions } from './openai.ts';
+import type { OpenAIClient, OpenAIClientStats, OpenAIModel, OpenAIModelOptions } from './openai.ts';
 
 /**
  * The model for a target spec. `options` are the target's settings (policies/targets/options.ts:
@@ -41,6 +41,15 @@ export async function makeModel(spec: string, options: Record<string, unknown> =
   throw new Hr1Error<TargetErrorCode>('TARGET_NOT_AVAILABLE', `target "${spec}" is not available`, { data: { spec } });
 }
 
+/**
+ * The counters of a model's endpoint client (requests, tokens, retries, latencies), or null for a
+ * model that calls no endpoint (sim/, lm/).
+ */
+export function clientStatsOf(model: Model): OpenAIClientStats | null {
+  const f = (model as { clientStats?: unknown }).clientStats;
+  return typeof f === 'function' ? (f.call(model) as OpenAIClientStats) : null;
+}
+
 /** What the settings ask of an OpenAIModel (sampling, extra body fields, reasoning stripping). */
 export function openAIModelOptions(model: string, client: OpenAIClient, o: TargetOptions): OpenAIModelOptions {
   return {
@@ -63,6 +72,10 @@ class EnvToolsModel implements Model {
     private readonly make: (env: string) => OpenAIModel | undefined,
     readonly name: string,
   ) {}
+  /** the shared client's counters (every env's model uses it) */
+  clientStats(): OpenAIClientStats {
+    return (this.options.client as OpenAIClient).stats();
+  }
   async decide(ctx: DecisionContext): Promise<string> {
     let m = this.#byEnv.get(ctx.env);
     if (!m) {

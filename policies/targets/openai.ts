@@ -18,6 +18,7 @@ import { Rng } from '../../cluster/rng.ts';
 import type { DecisionContext, Model } from '../../harness/types.ts';
 import { parseTargetSpec, TargetSpecError } from './spec.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS } from './settings.ts';
+import { LatencyHistogram, type LatencyCounts } from './latency.ts';
 
 // ---------------------------------------------------------------- defaults
 
@@ -144,7 +145,7 @@ export interface OpenAIClientOptions {
   seed?: number;
   /** extra HTTP headers (not for the key: use the environment) */
   headers?: Record<string, string>;
-  /** the wall clock, for `Retry-After` given as an HTTP date. @default systemClock */
+  /** the wall clock, for `Retry-After` given as an HTTP date and for request latencies. @default systemClock */
   clock?: Clock;
 }
 
@@ -332,6 +333,12 @@ export interface OpenAIClientStats {
   totalTokens: number;
   inFlight: number;
   maxInFlight: number;
+  /**
+   * wall-clock latency of each attempt the server answered (any status), from sending it to the
+   * end of the body: not the wait for a concurrency slot, not timeouts or network errors
+   * (policies/targets/latency.ts: latencyQuantile for p50/p99)
+   */
+  latency: LatencyCounts;
 }
 
 const CompletionSchema = z.object({
@@ -414,7 +421,8 @@ export class OpenAIClient {
   readonly #keySource: string | undefined;
   readonly #sem: Semaphore;
   readonly #rng: Rng;
-  readonly #stats: OpenAIClientStats = {
+  readonly #latency = new LatencyHistogram();
+  readonly #stats: Omit<OpenAIClientStats, 'latency'> = {
     calls: 0,
     requests: 0,
     retries: 0,
@@ -457,7 +465,7 @@ export class OpenAIClient {
 
   /** a copy of the counters */
   stats(): OpenAIClientStats {
-    return { ...this.#stats };
+    return { ...this.#stats, latency: this.#latency.snapshot() };
   }
 
   /** One chat completion (non-streaming), with the concurrency limit, timeout and retries. */
@@ -559,9 +567,11 @@ export class OpenAIClient {
       if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
       let res: Response;
       let text: string;
+      const sent = this.#clock.nowMs();
       try {
         res = await fetch(url, { method: 'POST', headers, body, signal: ac.signal });
         text = await res.text();
+        this.#latency.record(this.#clock.nowMs() - sent);
       } catch (e) {
         if (timedOut) {
           s.timeouts++;
@@ -682,6 +692,11 @@ export class OpenAIModel implements Model {
   readonly #opts: OpenAIModelOptions;
   /** the last result, for callers that want usage or finish reasons */
   lastResult: ChatResult | null = null;
+
+  /** the counters of this model's client (shared with every model that uses the client) */
+  clientStats(): OpenAIClientStats {
+    return this.client.stats();
+  }
 
   constructor(opts: OpenAIModelOptions) {
     if (typeof opts.model !== 'string' || opts.model.trim() === '') throw new ConfigError('openai.model', `must name the served model (what goes after # in openai:<base-url>#<model>), got ${describe(opts.model)}`);

@@ -2,7 +2,7 @@ import test from 'ava';
 import { hr1 } from './processes.ts';
 
 test('cli - every subcommand has --help', async (t) => {
-  const all = [[], ['demo'], ['node'], ['status'], ['bench'], ['bench', 'cluster'], ['bench', 'envs'], ['bench', 'rollout'], ['bench', 'harness'], ['bench', 'learning'], ['bench', 'validator'], ['envs'], ['envs', 'verify'], ['envs', 'replay'], ['eval'], ['serve'], ['patch', 'check'], ['patch', 'show'], ['sim', 'table'], ['packet', 'show'], ['sft', 'build'], ['train'], ['exp'], ['exp', 'main'], ['exp', 'sweep'], ['exp', 'crosstask'], ['exp', 'ablate'], ['exp', 'coevolve'], ['report'], ['zoo', 'build'], ['zoo', 'table']];
+  const all = [[], ['demo'], ['node'], ['status'], ['logs'], ['dashboard'], ['bench'], ['bench', 'cluster'], ['bench', 'envs'], ['bench', 'rollout'], ['bench', 'harness'], ['bench', 'learning'], ['bench', 'validator'], ['envs'], ['envs', 'verify'], ['envs', 'replay'], ['eval'], ['serve'], ['patch', 'check'], ['patch', 'show'], ['sim', 'table'], ['packet', 'show'], ['sft', 'build'], ['train'], ['exp'], ['exp', 'main'], ['exp', 'sweep'], ['exp', 'crosstask'], ['exp', 'ablate'], ['exp', 'coevolve'], ['report'], ['episodes'], ['episodes', 'export'], ['zoo', 'build'], ['zoo', 'table']];
   for (const args of all) {
     const p = hr1([...args, '--help']);
     t.is(await p.exited, 0, `hr1 ${args.join(' ')} --help`);

@@ -26,6 +26,8 @@ export interface ZooTableOptions {
   zoo?: readonly ZooConfig[];
   /** one line per measured entry */
   log?: (line: string) => void;
+  /** episodes played so far over every entry and env to measure; figures cached next to a model count as done (`cached`) at once */
+  onProgress?: (p: { done: number; total: number; cached: number }) => void;
   /** models measured at once. @default 1 */
   jobs?: number;
 }
@@ -57,14 +59,17 @@ export interface VanillaResult {
  * seeds 1…seeds (seed-major), 64 in flight, so the model decodes their decisions together (the
  * same episodes as one at a time).
  */
-export async function vanillaEpisodes(m: Model, env: LmEnv, tasks: number, seeds: number): Promise<EpisodeRecord[]> {
+export async function vanillaEpisodes(m: Model, env: LmEnv, tasks: number, seeds: number, onEpisode?: () => void): Promise<EpisodeRecord[]> {
   const ids = taskIds(env, EVAL_SPLIT[env]).slice(0, tasks);
   const eps = Array.from({ length: seeds }, (_, k) => ids.map((t) => ({ t, seed: k + 1 }))).flat();
   const recs = new Array<EpisodeRecord>(eps.length);
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(64, eps.length) }, async () => {
-      for (let i = next++; i < eps.length; i = next++) recs[i] = await runEpisode(envFactory(env, eps[i]!.t), { model: m, seed: eps[i]!.seed });
+      for (let i = next++; i < eps.length; i = next++) {
+        recs[i] = await runEpisode(envFactory(env, eps[i]!.t), { model: m, seed: eps[i]!.seed });
+        onEpisode?.();
+      }
     }),
   );
   return recs;
@@ -83,7 +88,7 @@ export function noopStep(env: LmEnv, s: { observation: string }, prev: { observa
  * (`vanilla-<env>-<tasks>x<seeds>-s<serving version>.json`; the episodes are seeded, so it is
  * what a re-run gives). `tasks` defaults to the whole evaluation split, `seeds` to 3.
  */
-export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: number; seeds?: number; dir?: string; zoo?: readonly ZooConfig[]; fresh?: boolean } = {}): Promise<VanillaResult> {
+export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: number; seeds?: number; dir?: string; zoo?: readonly ZooConfig[]; fresh?: boolean; onEpisode?: () => void } = {}): Promise<VanillaResult> {
   const all = taskIds(env, EVAL_SPLIT[env]).length;
   const tasks = Math.min(o.tasks ?? all, all);
   const seeds = o.seeds ?? DEFAULT_TABLE_SEEDS;
@@ -98,11 +103,11 @@ export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: numb
   return r;
 }
 
-async function measureFresh(name: string, env: LmEnv, o: { tasks: number; seeds: number; dir?: string; zoo?: readonly ZooConfig[] }): Promise<VanillaResult> {
+async function measureFresh(name: string, env: LmEnv, o: { tasks: number; seeds: number; dir?: string; zoo?: readonly ZooConfig[]; onEpisode?: () => void }): Promise<VanillaResult> {
   const m = await lmModel(name, { ...(o.dir ? { dir: o.dir } : {}), ...(o.zoo ? { zoo: o.zoo } : {}) });
   const tasks = taskIds(env, EVAL_SPLIT[env]).slice(0, o.tasks);
   try {
-    const recs = await vanillaEpisodes(m, env, o.tasks, o.seeds);
+    const recs = await vanillaEpisodes(m, env, o.tasks, o.seeds, o.onEpisode);
     const wonBy = tasks.map(() => [] as number[]);
     const scoreBy = tasks.map(() => [] as number[]);
     let steps = 0;
@@ -185,11 +190,32 @@ export async function zooTableRows(o: ZooTableOptions = {}): Promise<ZooTableRow
     return playableMeta(c, o.dir) ? c.envs.map((env) => ({ id, env })) : [];
   });
   const measured = new Map<string, VanillaResult>();
+  // episodes per (entry, env), as measureVanilla plays them
+  const sizeOf = (env: LmEnv): number => {
+    const all = taskIds(env, EVAL_SPLIT[env]).length;
+    return Math.min(o.tasks ?? all, all) * (o.seeds ?? DEFAULT_TABLE_SEEDS);
+  };
+  const total = work.reduce((a, w) => a + sizeOf(w.env), 0);
+  let done = 0;
+  let cached = 0;
+  o.onProgress?.({ done, total, cached });
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < work.length) {
       const { id, env } = work[next++]!;
-      const r = await measureVanilla(id, env, { ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.seeds ? { seeds: o.seeds } : {}), ...(o.dir ? { dir: o.dir } : {}), zoo });
+      let played = 0;
+      const onEpisode = (): void => {
+        played++;
+        done++;
+        o.onProgress?.({ done, total, cached });
+      };
+      const r = await measureVanilla(id, env, { ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.seeds ? { seeds: o.seeds } : {}), ...(o.dir ? { dir: o.dir } : {}), zoo, ...(o.onProgress ? { onEpisode } : {}) });
+      if (played === 0 && o.onProgress) {
+        // figures cached next to the model: nothing played
+        cached += sizeOf(env);
+        done += sizeOf(env);
+        o.onProgress({ done, total, cached });
+      }
       o.log?.(`lm/${id} ${env}: success ${pct(r.success)} [${pct(r.successCi[0])}, ${pct(r.successCi[1])}], score ${r.score.toFixed(2)}, noop ${pct(r.noop)}, invalid ${pct(r.invalid)} (${r.episodes} episodes)`);
       measured.set(`${id} ${env}`, r);
     }

@@ -185,7 +185,11 @@ test('zoo build - DAgger: the base plays, the teacher labels every state it reac
 test('zoo table - figures per model and env with intervals over tasks, cached next to the model; --json has one object per model', async (t) => {
   await built;
   const only = ['alf-xs-192-a@tiny', 'untrained@tiny'];
-  const rows = await zooTableRows({ only, tasks: 3, seeds: 2, dir, zoo });
+  const progress: { done: number; total: number; cached: number }[] = [];
+  const rows = await zooTableRows({ only, tasks: 3, seeds: 2, dir, zoo, onProgress: (p) => progress.push(p) });
+  // every episode counted, up to the total (2 models × 3 tasks × 2 seeds)
+  t.deepEqual(progress.at(-1), { done: 12, total: 12, cached: 0 });
+  t.deepEqual(progress.map((p) => p.done), Array.from({ length: 13 }, (_, i) => i));
   const json = zooTableJson(rows);
   t.deepEqual(json.map((j) => [j['name'], j['env'], j['episodes']]), [['alf-xs-192-a@tiny', 'alfworld', 6], ['untrained@tiny', 'alfworld', 6]]);
   for (const j of json) {
@@ -197,6 +201,10 @@ test('zoo table - figures per model and env with intervals over tasks, cached ne
   t.true((json[1]!['noop'] as number) > (json[0]!['noop'] as number));
   const again = await measureVanilla('alf-xs-192-a@tiny', 'alfworld', { tasks: 3, seeds: 2, dir, zoo });
   t.deepEqual(again, rows[0]!.vanilla);
+  // measured again: the figures come from the cache, counted as done at once
+  const cachedProgress: { done: number; total: number; cached: number }[] = [];
+  await zooTableRows({ only, tasks: 3, seeds: 2, dir, zoo, onProgress: (p) => cachedProgress.push(p) });
+  t.deepEqual(cachedProgress.at(-1), { done: 12, total: 12, cached: 12 });
   t.true(existsSync(join(dir, resolveConfig('alf-xs-192-a@tiny', zoo).hash, `vanilla-alfworld-3x2-s${LM_SERVING_VERSION}.json`)));
   const md = zooTableMarkdown(rows);
   t.regex(md, /\| lm\/alf-xs-192-a@tiny \| alfworld \| 64 × 1 \| 192 \|.*\[\d+\.\d%, \d+\.\d%\]/);

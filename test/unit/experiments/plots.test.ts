@@ -1,5 +1,6 @@
 import test from 'ava';
-import { barChart, heatmap, svgToPng } from '../../../experiments/report/index.ts';
+import { barChart, heatmap, METHOD_COLOURS, methodColour, panelChart, svgToPng, wrapLabel } from '../../../experiments/report/index.ts';
+import { legendItems, legendProblems, svgSize, type LegendItem } from '../../fixtures/svg-legend.ts';
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
@@ -38,4 +39,51 @@ test('plots - SVG to PNG gives a real PNG of non-trivial size', (t) => {
   // IHDR: width and height as in the SVG
   t.true(png.readUInt32BE(16) >= 640);
   t.is(png.readUInt32BE(20), 420);
+});
+
+const LONG = ['vanilla', 'ReAct', 'Self-Refine', 'prompted editor (teacher)', 'engineer, SFT only', 'engineer, SFT+GRPO (Harness-R1)', 'a registered method with a very long label that needs a row of its own'];
+const iv = { mean: 0.5, lo: 0.4, hi: 0.6, n: 10 };
+
+test('plots - legend labels are never cut: every label whole, inside the chart, none running into the next', (t) => {
+  for (const cats of [['ALFWorld'], ['ALFWorld', 'average'], ['ALFWorld success', 'WebShop score', 'WebShop success', 'DBBench success', 'average']]) {
+    const svg = barChart({ title: 'legend', categories: cats, series: LONG.map((name) => ({ name, values: cats.map(() => iv) })) });
+    t.deepEqual(legendProblems(svg, LONG), [], `${cats.length} categories`);
+    // the chart grew to hold more rows of legend, not squeezed them
+    t.true(svgSize(svg).height > 420);
+  }
+  const panels = panelChart({ title: 'panels', panels: [{ title: 'a', x: [1, 2], series: LONG.map((name) => ({ name, values: [1, 2] })) }] });
+  t.deepEqual(legendProblems(panels, LONG), []);
+});
+
+test('plots - the legend check finds a cut label and an overlapped one (ECharts measured DejaVu Sans too narrow)', (t) => {
+  const four = LONG.slice(0, 4);
+  const svg = barChart({ title: 'x', categories: ['a'], series: four.map((name) => ({ name, values: [iv] })) });
+  t.deepEqual(legendProblems(svg, four), []);
+  const moved = (x: (y: string, prev: LegendItem) => string) => {
+    const items = legendItems(svg);
+    const prev = items[items.findIndex((it) => it.label === 'prompted editor (teacher)') - 1]!;
+    return svg.replace(/transform="translate\(([-\d.]+) ([-\d.]+)\)"([^>]*)>prompted editor/, (_m, _x, y: string, rest: string) => `transform="translate(${x(y, prev)} ${y})"${rest}>prompted editor`);
+  };
+  t.regex(legendProblems(moved(() => '600'), four).join('\n'), /"prompted editor \(teacher\)" runs past the chart/);
+  t.regex(legendProblems(moved((_y, prev) => String(prev.x + 20)), four).join('\n'), /runs into "prompted editor \(teacher\)"/);
+});
+
+test('plots - a method has one colour in every chart, whatever else the chart shows', (t) => {
+  const a = barChart({ title: 'all', categories: ['x'], series: ['vanilla', 'react', 'prompted-editor', 'my-engineer'].map((m) => ({ name: m, method: m, values: [iv] })) });
+  const b = barChart({ title: 'Δ, no vanilla', categories: ['x', 'y'], series: ['prompted-editor', 'my-engineer'].map((m) => ({ name: m, method: m, values: [iv, iv] })) });
+  const colours = (svg: string) => Object.fromEntries(legendItems(svg).map((it) => [it.label, it.colour]));
+  const ca = colours(a);
+  const cb = colours(b);
+  t.is(ca['prompted-editor'], cb['prompted-editor']);
+  t.is(ca['my-engineer'], cb['my-engineer']);
+  t.is(ca['prompted-editor'], methodColour('prompted-editor'));
+  t.is(ca.vanilla, METHOD_COLOURS.vanilla);
+  t.not(ca['my-engineer'], ca['prompted-editor']);
+  // a name no table knows hashes to the same colour every time
+  t.is(methodColour('my-engineer'), methodColour('my-engineer'));
+});
+
+test('plots - category labels wrap to fit their band instead of being dropped', (t) => {
+  t.is(wrapLabel('pick clean then place in recep', 120), 'pick clean then\nplace in recep');
+  t.is(wrapLabel('short', 120), 'short');
 });
