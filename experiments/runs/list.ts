@@ -163,9 +163,15 @@ export function runInfo(dir: string): RunInfo {
   return requireRun(dir) === 'exp' ? expInfo(dir) : trainInfo(dir);
 }
 
+/** How deep {@link listRuns} looks for run folders (`runs/engineers/<hash>/<env>` is 3). @default 3 */
+export const RUN_SEARCH_DEPTH = 3;
+
 /**
- * The run folders directly under `runsDir` (a missing directory has none), newest first. A folder
- * whose files cannot be read (being written) is left out rather than failing the list.
+ * The run folders under `runsDir` (a missing directory has none), newest first: its subfolders,
+ * and inside a subfolder that is not a run, theirs (down to RUN_SEARCH_DEPTH; e.g. the engineers
+ * `hr1 exp main` trains under runs/engineers/<hash>/<env>). A run's name is its path relative to
+ * `runsDir`. A folder whose files cannot be read (being written) is left out rather than failing
+ * the list.
  *
  * @example
  * for (const r of listRuns('runs')) console.log(r.name, r.kind, `${r.progress.done}/${r.progress.total ?? '?'}`);
@@ -173,16 +179,23 @@ export function runInfo(dir: string): RunInfo {
 export function listRuns(runsDir: string): RunInfo[] {
   if (!existsSync(runsDir)) return [];
   const out: RunInfo[] = [];
-  for (const e of readdirSync(runsDir, { withFileTypes: true })) {
-    if (!e.isDirectory()) continue;
-    const dir = join(runsDir, e.name);
-    if (!runKindOf(dir)) continue;
-    try {
-      out.push(runInfo(dir));
-    } catch {
-      // run.json or config.json mid-write: listed on the next call
+  const walk = (dir: string, rel: string, depth: number): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (!e.isDirectory()) continue;
+      const sub = join(dir, e.name);
+      const name = rel ? `${rel}/${e.name}` : e.name;
+      if (!runKindOf(sub)) {
+        if (depth < RUN_SEARCH_DEPTH) walk(sub, name, depth + 1);
+        continue;
+      }
+      try {
+        out.push({ ...runInfo(sub), name });
+      } catch {
+        // run.json or config.json mid-write: listed on the next call
+      }
     }
-  }
+  };
+  walk(runsDir, '', 1);
   return out.sort((a, b) => b.mtime - a.mtime || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 

@@ -47,7 +47,7 @@ test.serial('dashboard - a real browser shows the cluster, the runs with tables,
   const rt = await init({ inProcess: true });
   try {
     await runExpMain({ inProcess: true, progress: 'silent', test: { tasks: 6, seeds: [0] }, train: { packets: 2, batchSize: 10 }, out: join(runs, 'exp-small') }, { stdout: () => {}, cluster: rt.cluster });
-    const cfg = resolveTrainConfig(undefined, { model: { dModel: 32, nLayers: 1, nHeads: 2, maxLen: 768 }, env: 'alfworld', target: 'sim/llama-3b', batchSize: 6, sft: { batches: 1, k: 2, epochs: 2, batchSize: 8 }, grpo: { iterations: 2, k: 2 }, out: join(runs, 'train-small') });
+    const cfg = resolveTrainConfig(undefined, { model: { dModel: 32, nLayers: 1, nHeads: 2, maxLen: 768 }, env: 'alfworld', target: 'sim/llama-3b', batchSize: 6, sft: { batches: 1, k: 2, epochs: 2, batchSize: 8 }, grpo: { iterations: 2, k: 2 }, out: join(runs, 'engineers', 'h1', 'alfworld') }); // where exp main keeps the engineers it trains: found below the top level
     await trainEngineer(rt.cluster, cfg, () => {});
   } finally {
     await rt.shutdown();
@@ -101,7 +101,7 @@ test.serial('dashboard - a real browser shows the cluster, the runs with tables,
     await page.waitForSelector('table.runs tbody tr');
     const runsText = await text('table.runs');
     t.regex(runsText, /exp-small/);
-    t.regex(runsText, /train-small/);
+    t.regex(runsText, /engineers\/h1\/alfworld/);
     t.regex(runsText, /\bexp\b/);
     t.regex(runsText, /\btrain\b/);
     await page.screenshot({ path: join(shots, 'runs.png'), fullPage: true });
@@ -116,7 +116,7 @@ test.serial('dashboard - a real browser shows the cluster, the runs with tables,
     await page.screenshot({ path: join(shots, 'run-exp.png'), fullPage: true });
 
     // a training run: curves drawn by uPlot (a canvas per chart), SFT loss among them
-    await page.goto(`${url}#/run/train-small`);
+    await page.goto(`${url}#/run/${encodeURIComponent('engineers/h1/alfworld')}`);
     await page.waitForSelector('#curves .curve canvas', { timeout: 30_000 });
     const titles = await page.$$eval('#curves .curve', (cs) => cs.map((c) => c.getAttribute('data-title')));
     t.true(titles.includes('SFT loss'), JSON.stringify(titles));
