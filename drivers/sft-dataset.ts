@@ -18,6 +18,31 @@ import { extractPacket, packetHash, type Packet, type PacketOptions } from '../p
 import { baseRecords, rewardOf } from './reward.ts';
 import { teacherPropose, DEFAULT_K } from '../policies/engineer/teacher.ts';
 
+/**
+ * The parts {@link SftOptions.minimize} drops in turn, as patches without them: all skills;
+ * each named rule; the unnamed rules together (a teacher finding writes its per-goal rules
+ * unnamed); each code hook. Order: skills, named rules, unnamed rules, code.
+ */
+export function patchParts(p: Patch): { label: string; without: Patch }[] {
+  const out: { label: string; without: Patch }[] = [];
+  const rules = p.rules ?? [];
+  const code = p.code ?? [];
+  const clean = (q: Patch): Patch => {
+    const r: Patch = { ...q };
+    if (r.skills && r.skills.length === 0) delete r.skills;
+    if (r.rules && r.rules.length === 0) delete r.rules;
+    if (r.code && r.code.length === 0) delete r.code;
+    return r;
+  };
+  if (p.skills?.length) out.push({ label: 'skills', without: clean({ ...p, skills: [] }) });
+  rules.forEach((r, i) => {
+    if (r.name) out.push({ label: `rule ${r.name}`, without: clean({ ...p, rules: rules.filter((_, j) => j !== i) }) });
+  });
+  if (rules.some((r) => !r.name)) out.push({ label: 'unnamed rules', without: clean({ ...p, rules: rules.filter((r) => r.name) }) });
+  code.forEach((c, i) => out.push({ label: `code ${c.name ?? i}`, without: clean({ ...p, code: code.filter((_, j) => j !== i) }) }));
+  return out;
+}
+
 /** Episodes per batch in {@link makeBatches}. @default 20 */
 export const DEFAULT_BATCH_SIZE = 20;
 /** A kept proposal's Δ is above it: only proposals that improved their batch. @default 0 */
@@ -99,6 +124,14 @@ export interface SftOptions {
    * passes several seeds in a row, one that reads the packet's episodes does more often). @default 'mean'
    */
   verifyRule?: VerifyRule;
+  /**
+   * keep the smallest verified edit: a kept proposal's parts (its skills; each named rule; its
+   * unnamed rules together; each code hook) are dropped in turn, and a drop stays when the smaller
+   * patch still passes the same verification (every seed under rule 'all', the mean otherwise)
+   * with a mean Δ at least the current one's. What a proposal carried that did not help its batch
+   * leaves the SFT row. @default false
+   */
+  minimize?: boolean;
   cache?: EpisodeCache | null;
   envOptions?: EnvOptions;
   packet?: PacketOptions;
@@ -114,6 +147,8 @@ export interface SftSummary {
   proposals: number;
   valid: number;
   kept: number;
+  /** parts {@link SftOptions.minimize} dropped from kept proposals */
+  partsDropped: number;
   /** evaluations that failed (env/target errors): reported, neither kept nor scored */
   missing: number;
   keptRate: number;
@@ -145,6 +180,8 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
   let valid = 0;
   let empty = 0;
   let sumValid = 0;
+  /** parts dropped by minimize */
+  let minimized = 0;
   const cache = o.cache ?? null;
   const batches = o.batches.length;
   const progress = (batch: number, phase: SftProgress['phase']): void => o.onProgress?.({ batch, batches, phase, proposals, valid, kept: rows.length });
@@ -187,13 +224,49 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
       }
       return out;
     };
+    // Δ on the batch and, with verifySeeds > 1, on the other seeds; null when it does not pass
+    const verify = async (patch: unknown, first?: { delta: number }): Promise<{ deltas: number[]; delta: number; r: Awaited<ReturnType<typeof rewardOf>> } | null> => {
+      const r = await rewardOf(o.cluster, { ...spec, patch, base }, { validate: o.validate ?? 'full' });
+      if (!r.valid) return null;
+      if (first === undefined) {
+        valid++;
+        sumValid += r.delta;
+      }
+      if (!(r.delta > minDelta)) return null;
+      let deltas = [r.delta];
+      if (verifySeeds > 1) {
+        const rest = await verifyMore(patch);
+        if (rest === null) return null;
+        deltas = [r.delta, ...rest];
+      }
+      const delta = deltas.reduce((x, y) => x + y, 0) / deltas.length;
+      if (!(delta > minDelta)) return null;
+      return { deltas, delta, r };
+    };
     for (let i = 0; i < props.length; i++) {
       const p = props[i]!;
       proposals++;
       progress(b, 'verify');
-      let r;
+      let v;
+      let patch: Patch = p.patch;
       try {
-        r = await rewardOf(o.cluster, { ...spec, patch: p.patch, base }, { validate: o.validate ?? 'full' });
+        v = await verify(patch);
+        // the smallest verified edit: drop each part while the rest still passes and does no worse
+        if (v && o.minimize) {
+          for (let changed = true; changed; ) {
+            changed = false;
+            for (const part of patchParts(patch)) {
+              const w = await verify(part.without, v);
+              if (w && w.delta >= v.delta) {
+                patch = part.without;
+                v = w;
+                minimized++;
+                changed = true;
+                break;
+              }
+            }
+          }
+        }
       } catch (e) {
         if (e instanceof MissingEvaluationError) {
           missing.push(e);
@@ -201,27 +274,9 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
         }
         throw e;
       }
-      if (!r.valid) continue;
-      valid++;
-      sumValid += r.delta;
-      if (!(r.delta > minDelta)) continue;
-      let deltas: number[] | null = null;
-      let delta = r.delta;
-      if (verifySeeds > 1) {
-        try {
-          const rest = await verifyMore(p.patch);
-          if (rest === null) continue;
-          deltas = [r.delta, ...rest];
-        } catch (e) {
-          if (e instanceof MissingEvaluationError) {
-            missing.push(e);
-            continue;
-          }
-          throw e;
-        }
-        delta = deltas.reduce((x, y) => x + y, 0) / deltas.length;
-        if (!(delta > minDelta)) continue;
-      }
+      if (!v) continue;
+      const { r, delta } = v;
+      const deltas = verifySeeds > 1 ? v.deltas : null;
       rows.push({
         kind: SFT_ROW_KIND,
         env: o.env,
@@ -230,8 +285,8 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
         packetHash: ph,
         packet,
         patchHash: r.patchHash,
-        patch: p.patch,
-        completion: canonicalJson(p.patch),
+        patch,
+        completion: canonicalJson(patch),
         delta,
         base: r.base!,
         patched: r.patched!,
@@ -257,6 +312,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
       proposals,
       valid,
       kept: rows.length,
+      partsDropped: minimized,
       missing: missing.length,
       keptRate: proposals ? rows.length / proposals : 0,
       meanDeltaKept: rows.length ? keptDelta / rows.length : 0,
@@ -269,5 +325,5 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
 
 /** One line of summary, for the CLI. */
 export function formatSftSummary(s: SftSummary): string {
-  return `${s.batches} batches (${s.emptyBatches} without failures): ${s.proposals} proposals, ${s.valid} valid, ${s.kept} kept (${(100 * s.keptRate).toFixed(1)}%), mean Δ of kept ${s.meanDeltaKept.toFixed(3)}, mean Δ of valid ${s.meanDeltaValid.toFixed(3)}${s.missing ? `, ${s.missing} evaluations missing (env/target errors)` : ''}; ${(s.ms / 1000).toFixed(1)} s${s.out ? ` → ${s.out}` : ''}`;
+  return `${s.batches} batches (${s.emptyBatches} without failures): ${s.proposals} proposals, ${s.valid} valid, ${s.kept} kept (${(100 * s.keptRate).toFixed(1)}%), mean Δ of kept ${s.meanDeltaKept.toFixed(3)}, mean Δ of valid ${s.meanDeltaValid.toFixed(3)}${s.partsDropped ? `, ${s.partsDropped} parts dropped by minimize` : ''}${s.missing ? `, ${s.missing} evaluations missing (env/target errors)` : ''}; ${(s.ms / 1000).toFixed(1)} s${s.out ? ` → ${s.out}` : ''}`;
 }

@@ -45,12 +45,14 @@ export const TrainConfigSchema = z
         verifySeeds: z.number().int().min(1).max(8).default(1),
         /** 'mean': kept if the mean Δ over the verifications > minDelta; 'all': if every one is */
         verifyRule: z.enum(['mean', 'all']).default('mean'),
+        /** keep the smallest verified edit: drop a kept proposal's parts while it still passes (drivers/sft-dataset.ts) */
+        minimize: z.boolean().default(false),
         epochs: z.number().int().min(0).default(30),
         batchSize: z.number().int().min(1).default(16),
         lr: z.number().positive().default(3e-3),
       })
       .strict()
-      .default({ batches: 8, k: 4, minDelta: 0, verifySeeds: 1, verifyRule: 'mean', epochs: 30, batchSize: 16, lr: 3e-3 }),
+      .default({ batches: 8, k: 4, minDelta: 0, verifySeeds: 1, verifyRule: 'mean', minimize: false, epochs: 30, batchSize: 16, lr: 3e-3 }),
     grpo: z
       .object({
         iterations: z.number().int().min(0).default(24),
@@ -203,15 +205,17 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     // 1. cold-start data: teacher proposals verified on their batch, non-regressive ones kept
     const t0 = performance.now();
     const rows: SftRow[] = [];
+    let partsDropped = 0;
     for (const { env, target } of pairs) {
       const batches = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split: splitOf(env), seed: cfg.seed });
       const file = pairs.length === 1 ? 'sft.jsonl' : `sft-${env}.jsonl`;
-      const ds = await buildSftDataset({ cluster, env, target, batches, k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
+      const ds = await buildSftDataset({ cluster, env, target, batches, k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
       rows.push(...ds.rows);
+      partsDropped += ds.summary.partsDropped;
     }
     const ds = { rows };
     const sftPairs = ds.rows.map((r) => ({ prompt: engineerPromptTokens(r.packet), completion: patchToTokens(r.patch, packetNames(r.packet)) })).filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
-    log(`  sft data: ${ds.rows.length} rows kept (${sftPairs.length} in the patch grammar), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    log(`  sft data: ${ds.rows.length} rows kept (${sftPairs.length} in the patch grammar), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}${partsDropped ? `, ${partsDropped} parts dropped by minimize` : ''}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     if (sftPairs.length === 0) log('  warning: no teacher proposal raised success on its batch (Δ > minDelta), so SFT has no data and GRPO starts from an untrained engineer; use more sft.batches or sft.k, or a lower sft.minDelta');
     // 2. the learner and a sampler
     const learner = await cluster.spawn(Learner.options({ maxRestarts: 2 }), {

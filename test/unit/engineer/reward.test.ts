@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { EpisodeCache } from '../../../drivers/index.ts';
 import { listTasks } from '../../../envs/registry.ts';
 import { init } from '../../../cluster/init.ts';
-import { patchHash, toPatch } from '../../../harness/index.ts';
+import { canonicalJson, patchHash, toPatch } from '../../../harness/index.ts';
 import { MissingEvaluationError, extractPacket, formatPacket, packetHash } from '../../../policies/engineer/index.ts';
-import { buildSftDataset, makeBatches, rewardGroup, rewardOf, type SftRow } from '../../../drivers/index.ts';
+import { buildSftDataset, makeBatches, patchParts, rewardGroup, rewardOf, type SftRow } from '../../../drivers/index.ts';
 
 const target = 'sim/llama-3b';
 const episodes = listTasks('alfworld').slice(0, 20).flatMap((taskId) => [1, 2].map((seed) => ({ taskId, seed })));
@@ -128,10 +128,35 @@ test('sft - rows carry provenance and only non-regressive proposals; the JSONL f
     t.true(strict.rows.every((r) => twice.rows.some((x) => x.patchHash === r.patchHash && x.packetHash === r.packetHash)));
     // …and every mean-rule row that passed both seeds is there too
     t.is(strict.rows.length, twice.rows.filter((r) => r.deltas!.every((d) => d > 0.05)).length);
+    // minimize: each kept proposal shrinks to parts that still pass, never doing worse than the whole
+    const small = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, teacherSeed: 7, minDelta: 0.05, minimize: true });
+    t.is(small.rows.length, rows.length, 'the same proposals pass; only their parts change');
+    const whole = (r: SftRow) => rows.find((x) => x.packetHash === r.packetHash && x.teacher.index === r.teacher.index)!;
+    for (const r of small.rows) {
+      t.truthy(whole(r));
+      t.true(r.delta >= whole(r).delta && r.delta > 0.05);
+      t.true(patchParts(r.patch).length <= patchParts(whole(r).patch).length);
+      t.is(r.completion, canonicalJson(r.patch));
+    }
+    t.true(small.summary.partsDropped > 0, "the sim target gives minimize something to drop");
+    // each drop takes one part off the list
+    t.is(small.summary.partsDropped, small.rows.reduce((n, r) => n + patchParts(whole(r).patch).length - patchParts(r.patch).length, 0));
     await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, verifySeeds: 2, verifyRule: 'most' as never }), { message: /sft\.verifyRule must be one of mean, all/ });
     await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, verifySeeds: 0 }), { message: /sft\.verifySeeds must be an integer in \[1, 8\]/ });
     t.is(extractPacket([]).episodes.length, 0);
   } finally {
     await rt.shutdown();
   }
+});
+
+test('sft - patchParts: all skills, each named rule, the unnamed rules together, each code hook', (t) => {
+  const hint = (name?: string) => ({ ...(name ? { name } : {}), hook: 'preDecision' as const, when: { pred: 'nothingHappens' as const }, effect: { type: 'hint' as const, message: 'm' } });
+  const p = { skills: ['a', 'b'], rules: [hint('x'), hint(), hint('y'), hint()], code: [{ hook: 'postFeedback' as const, source: 'function hook(ctx, nb) { return null; }' }] };
+  const parts = patchParts(p as never);
+  t.deepEqual(parts.map((q) => q.label), ['skills', 'rule x', 'rule y', 'unnamed rules', 'code 0']);
+  t.false('skills' in parts[0]!.without);
+  t.deepEqual(parts[1]!.without.rules!.map((r) => r.name ?? null), [null, 'y', null]);
+  t.deepEqual(parts[3]!.without.rules!.map((r) => r.name), ['x', 'y']);
+  t.false('code' in parts[4]!.without);
+  t.deepEqual(patchParts({}), []);
 });
