@@ -10,7 +10,7 @@ import { TASK_TYPES } from '../../envs/alfworld/index.ts';
 import { bootstrapStrata, meanStd, pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { fmtInterventions, interventionRate, rowMean, taskSeedMatrix, type Metric } from '../report/data.ts';
 import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
-import { barChart } from '../report/plots.ts';
+import { barChart, stripChart } from '../report/plots.ts';
 import { envMetrics, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
@@ -207,6 +207,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     '',
     ...(rows.some((r) => r.outcomes.some((o) => o[4] !== undefined)) ? ['![interventions](plots/main-interventions.svg)', ''] : []),
     ...(envs.includes('alfworld') ? ['![ALFWorld success per task type](plots/main-task-types.svg)', ''] : []),
+    ...(spreadRows.length ? ['![spread across packets](plots/main-packets.svg)', ''] : []),
   ].join('\n');
 
   const avail = meta.methods.filter((m) => m.available === true);
@@ -254,6 +255,19 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
         }),
       });
     }
+  }
+  // one dot per packet: how much a packet-reading method's result depends on the packet it read
+  const readers = avail.filter((m) => m.kind !== 'baseline');
+  if (spreadRows.length && readers.length) {
+    plots.push({
+      name: 'main-packets',
+      svg: stripChart({
+        title: `spread across packets: ${target}${sim}`,
+        subtitle: 'primary metric of each packet\'s patch on the test tasks (dots), their mean (bar), %',
+        categories: primary.map((c) => c.title),
+        series: readers.map((m) => ({ name: m.label, method: m.name, values: primary.map((c) => rowsOf(m.name, c.env).sort((a, z) => (a.packet ?? 0) - (z.packet ?? 0)).map((r) => rowMean(r, c.metric))) })),
+      }),
+    });
   }
   const text = [`exp main — target ${target}${meta.simulated.includes(target) ? ' (SIMULATED target)' : ''}; %, 95% bootstrap CI`, textTable(head, tableRows), '', `paper ordering: ${PAPER_MAIN.ordering}`, `ours (average): ${ordering}`].join('\n');
   return { markdown: md, text, plots };

@@ -198,6 +198,62 @@ export function barChart(o: { title: string; subtitle?: string; categories: stri
   );
 }
 
+export interface StripSeries {
+  name: string;
+  /** per category, the points (e.g. one per packet), in [0, 1] before `scale` */
+  values: number[][];
+  method?: string;
+  colour?: string;
+}
+
+/**
+ * One dot per value (e.g. per packet) beside each other series' dots in each category, with a
+ * short bar at the series' mean: how much a method's result depends on which packet it read.
+ *
+ * @example
+ * stripChart({ title: 'per packet', categories: ['ALFWorld success'], series: [{ name: 'editor', values: [[0.4, 0.6]] }] })
+ */
+export function stripChart(o: { title: string; subtitle?: string; categories: string[]; series: StripSeries[]; yName?: string; scale?: number; width?: number; height?: number }): string {
+  const k = o.scale ?? 100;
+  const nS = Math.max(1, o.series.length);
+  const r = (x: number) => Math.round(x * k * 100) / 100;
+  const colourOf = (s: StripSeries, i: number) => s.colour ?? (s.method !== undefined ? methodColour(s.method) : PALETTE[i % PALETTE.length]!);
+  // series si sits at category + its slot's offset; dots of one slot spread a little, in order (no randomness)
+  const slot = (si: number) => (si + 0.5) / nS - 0.5;
+  const series: Record<string, unknown>[] = [];
+  o.series.forEach((s, si) => {
+    const pts: [number, number][] = [];
+    const means: [number, number][] = [];
+    s.values.forEach((vs, ci) => {
+      vs.forEach((v, j) => pts.push([ci + 0.8 * slot(si) + (vs.length > 1 ? (j / (vs.length - 1) - 0.5) * (0.5 / nS) : 0), r(v)]));
+      if (vs.length) means.push([ci + 0.8 * slot(si), r(vs.reduce((a, b) => a + b, 0) / vs.length)]);
+    });
+    series.push({ type: 'scatter', name: s.name, symbolSize: 8, itemStyle: { color: colourOf(s, si), opacity: 0.85 }, data: pts });
+    series.push({ type: 'scatter', name: s.name, symbol: 'rect', symbolSize: [Math.max(10, 120 / nS / Math.max(1, o.categories.length)), 3], itemStyle: { color: '#222' }, data: means, tooltip: { show: false } });
+  });
+  const names = o.series.map((s) => s.name);
+  const width = widthForTitle(o.title, o.subtitle, widthForLegend(names, o.width ?? Math.max(560, 120 + o.categories.length * (60 + 30 * nS))));
+  const rows = legendLayout(names, width).rows;
+  const band = (width - 80) / Math.max(1, o.categories.length);
+  const cats = o.categories.map((c) => wrapLabel(c, band - 8));
+  const labelLines = Math.max(1, ...cats.map((c) => c.split('\n').length));
+  const height = (o.height ?? 380) + Math.max(0, rows - 1) * LEGEND_ROW + (labelLines - 1) * 14;
+  const legendTop = height - 10 - rows * LEGEND_ROW;
+  return render(
+    {
+      title: { text: o.title, subtext: o.subtitle ?? '', left: 'center', textStyle: { fontSize: 14 } },
+      legend: legends(names, width, legendTop + 4),
+      grid: { left: 60, right: 20, top: 72, bottom: height - legendTop + 14 + labelLines * 14 },
+      // a value axis so dots can sit beside each other; labels and ticks only at the categories' centres
+      xAxis: { type: 'value', min: -0.5, max: o.categories.length - 0.5, splitLine: { show: false }, axisTick: { customValues: cats.map((_, i) => i) }, axisLabel: { customValues: cats.map((_, i) => i), formatter: (v: number) => cats[Math.round(v)] ?? '' } },
+      yAxis: { type: 'value', name: o.yName ?? '', nameTextStyle: { align: 'left' }, axisLine: { show: true, onZero: false } },
+      series,
+    },
+    width,
+    height,
+  );
+}
+
 /**
  * A heatmap of values (null cells blank), labelled in the cells.
  *

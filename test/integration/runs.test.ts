@@ -254,6 +254,11 @@ test('plots - one colour per method in every chart, no legend label cut, WebShop
     t.deepEqual(legendProblems(svg(f), want), [], f);
     t.regex(svg(f), /sim\/qwen-3b \(SIMULATED\)/, `${f} names its target`);
   }
+  // the per-packet spread: the packet-reading method only, in its colour, with every packet a dot
+  t.is(colours('main-packets')['prompted editor (teacher)'], primary['prompted editor (teacher)']);
+  t.deepEqual(legendProblems(svg('main-packets'), ['prompted editor (teacher)']), []);
+  t.regex(svg('main-packets'), /spread across packets: sim\/qwen-3b \(SIMULATED\)/);
+  t.regex(read(expDir, 'report.md'), /plots\/main-packets\.svg/);
   t.regex(svg('main-primary'), />WebShop success</);
   t.regex(svg('main-primary'), />WebShop score</);
   const training = read(trainDir, 'plots/training.svg');
