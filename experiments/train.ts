@@ -17,7 +17,8 @@ import { EngineerSampler } from '../actors/sampler.ts';
 import '../actors/grammars.ts';
 import { Learner } from '../actors/learner.ts';
 import { EpisodeCache, rollout } from '../drivers/index.ts';
-import { buildSftDataset, makeBatches, rewardGroup, type RewardResult, type SftRow } from '../drivers/index.ts';
+import { SEED_SPACES, VERIFY_SEED_STRIDE, assertDisjoint, buildSftDataset, makeBatches, rewardGroup, type EpisodeSet, type RewardResult, type SftRow } from '../drivers/index.ts';
+import type { EpisodeRef } from '../actors/target.ts';
 import { extractPacket } from '../policies/engineer/index.ts';
 import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson } from '../harness/index.ts';
@@ -92,6 +93,41 @@ export function trainPairs(cfg: Pick<TrainConfig, 'env' | 'target'>): { env: str
   const envs = cfg.env.split(',').map((e) => e.trim());
   const targets = cfg.target.split(',').map((x) => x.trim());
   return envs.map((env, i) => ({ env, target: targets.length === 1 ? targets[0]! : targets[i]! }));
+}
+
+/** The file of a train run folder that lists every (task, seed) the run trains on. */
+export const TRAIN_SPLITS_FILE = 'splits.json';
+
+export interface TrainSplits {
+  kind: 'hr1-train-splits/1';
+  /** per env: its target and split, and the episodes of each purpose */
+  envs: Record<string, { target: string; split: string; sft: EpisodeRef[]; verify: EpisodeRef[]; grpo: EpisodeRef[] }>;
+}
+
+/** GRPO iteration `it`'s batch: its own seed range (SEED_SPACES.grpo), apart from the SFT batches. */
+export function grpoBatch(cfg: Pick<TrainConfig, 'seed' | 'batchSize'>, env: string, split: string, it: number): EpisodeRef[] {
+  return makeBatches(env, { count: 1, size: cfg.batchSize, split, seed: SEED_SPACES.grpo + cfg.seed * 1000 + it })[0]!;
+}
+
+/**
+ * Every (task, seed) a train config uses, per env: the SFT batches, their verification seeds and
+ * the GRPO batches; refused (SplitOverlapError) when two of them share a pair.
+ */
+export function trainSplits(cfg: TrainConfig): TrainSplits {
+  const envs: TrainSplits['envs'] = {};
+  const pairs = trainPairs(cfg);
+  const sets: EpisodeSet[] = [];
+  pairs.forEach(({ env, target }) => {
+    const split = cfg.split ?? envDescriptor(env).splits.train;
+    const sft = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split, seed: cfg.seed }).flat();
+    const verify = Array.from({ length: cfg.sft.verifySeeds - 1 }, (_, j) => sft.map((e) => ({ ...e, seed: e.seed + (j + 1) * VERIFY_SEED_STRIDE }))).flat();
+    const grpo: EpisodeRef[] = [];
+    for (let it = 1; it <= cfg.grpo.iterations; it++) if (pairs[(it - 1) % pairs.length]!.env === env) grpo.push(...grpoBatch(cfg, env, split, it));
+    envs[env] = { target, split, sft, verify, grpo };
+    sets.push({ name: 'SFT', env, episodes: [...sft, ...verify] }, { name: 'GRPO', env, episodes: grpo });
+  });
+  assertDisjoint(sets);
+  return { kind: 'hr1-train-splits/1', envs };
 }
 
 /** Read a YAML config (optional) and merge CLI overrides; errors name the option path. */
@@ -180,7 +216,10 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
   const hash = createHash('sha256').update(canonicalJson({ cfg, lang: PATCH_LANG_VERSION })).digest('hex').slice(0, 10);
   const out = cfg.out ?? join('runs', `train-${pairs.map((p) => p.env).join('+')}-${hash}`);
   mkdirSync(join(out, 'checkpoints'), { recursive: true });
+  // every (task, seed) this run trains on, checked apart (SFT vs GRPO) and kept for evaluations to check against
+  const splits = trainSplits(cfg);
   writeFileSync(join(out, 'config.json'), `${JSON.stringify(cfg, null, 2)}\n`);
+  writeFileSync(join(out, TRAIN_SPLITS_FILE), `${JSON.stringify(splits)}\n`);
   const logFile = join(out, 'iterations.jsonl');
   const stateFile = join(out, 'state.json');
   let resume: ResumeState | undefined;
@@ -260,9 +299,9 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       const tIt = performance.now();
       // several envs: the iterations take them in turn
       const { env, target } = pairs[(it - 1) % pairs.length]!;
-      const [batch] = makeBatches(env, { count: 1, size: cfg.batchSize, split: splitOf(env), seed: cfg.seed * 1000 + it + 7 });
+      const batch = grpoBatch(cfg, env, splitOf(env), it);
       const tR = performance.now();
-      const base = await rollout(cluster, { env, target, episodes: batch! }, { cache });
+      const base = await rollout(cluster, { env, target, episodes: batch }, { cache });
       const baseSuccess = mean(base.records.map((r) => (r.outcome.won ? 1 : 0)));
       const packet = extractPacket(base.records);
       const msRollout0 = performance.now() - tR;
@@ -294,7 +333,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         patches = keep.map((i) => patches[i]!);
       }
       const tV = performance.now();
-      const rewards = await rewardGroup(cluster, { env, target, episodes: batch!, patches, cache, base: base.records });
+      const rewards = await rewardGroup(cluster, { env, target, episodes: batch, patches, cache, base: base.records });
       const msValidation = performance.now() - tV;
       const { kept, deltas, valid, dropped } = scoredGroup(it, rewards.results);
       if (dropped.length > 0) log(`  grpo ${it}/${cfg.grpo.iterations}: ${dropped.length} of ${group.length} candidates dropped, their evaluation is missing (first: ${dropped[0]!.error})`);

@@ -11,7 +11,7 @@ import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { gainOf } from './sweep.ts';
 
 export const DEFAULT_ABLATE_TARGET = 'sim/qwen-3b';
@@ -63,7 +63,7 @@ export async function runExpAblate(input: ExpAblateInput & { config?: string }, 
   return runExperiment(
     'ablate',
     o,
-    { targets: [o.target], simulated: simulatedOf([o.target]), methods: mMeta, splits: splitsMeta(o) },
+    { targets: [o.target], simulated: simulatedOf([o.target]), methods: mMeta, splits: splitsMeta(o), disjoint: checkSplits(o, mMeta.some((m) => m.kind === 'engineer' && m.available === true)) },
     io,
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];

@@ -5,7 +5,7 @@ import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';
  * progress, and writing the report. Each experiment adds its own options and plan.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ENV_NAMES, envDescriptor, envNames, isEnvName } from '../../envs/registry.ts';
 import { z } from 'zod';
 import { init, type InitOptions } from '../../cluster/init.ts';
@@ -19,7 +19,9 @@ import { playableMeta } from '../../policies/targets/lm/vendor.ts';
 import { isDecodeGraph } from '../../learner/onnx-meta.ts';
 import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts';
 import { ExpError } from '../runner/errors.ts';
-import { ExpRun, testTasks, type EvalRow } from '../runner/evaluate.ts';
+import { ExpRun, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import { assertDisjoint, describeSet, type EpisodeSet } from '../../drivers/splits.ts';
+import { TRAIN_SPLITS_FILE, type TrainSplits } from '../train.ts';
 import { getMethod, methodAvailable, type Method, type MethodOptions } from '../runner/methods.ts';
 import { makeProgress, type ProgressMode } from '../runner/progress.ts';
 import { formatEndpointStats } from '../../drivers/client-stats.ts';
@@ -240,6 +242,35 @@ export async function ensureLmTargets(targets: readonly string[], log: (line: st
   await buildZoo({ only: missing, log });
 }
 
+/**
+ * Check that the run's episode sets share no (task, seed) — per env the packet batches, the test
+ * episodes, and, when `engineer` names a train run folder (one per env or one for all), that run's
+ * SFT and GRPO episodes (its splits.json) — and describe them for run.json. Throws
+ * SplitOverlapError on an overlap, ExpError when an engineer run has no splits.json.
+ */
+export function checkSplits(o: Pick<CommonOptions, 'envs' | 'seed' | 'test' | 'train'> & { engineer?: string | undefined }, useEngineer: boolean): NonNullable<RunMeta['disjoint']> {
+  const sets: EpisodeSet[] = [];
+  const engineers: NonNullable<RunMeta['disjoint']>['engineers'] = {};
+  for (const env of o.envs) {
+    sets.push({ name: 'evaluation packets', env, episodes: trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed }).flat() });
+    sets.push({ name: 'test', env, episodes: episodesOf(testTasks(env, o.test.tasks, o.seed), o.test.seeds) });
+    if (!useEngineer || !o.engineer) continue;
+    const file = [join(o.engineer, env, TRAIN_SPLITS_FILE), join(o.engineer, TRAIN_SPLITS_FILE)].find((f) => existsSync(f));
+    if (!file) {
+      // an engineer for this env must exist for its rows to run; without one the method reports itself
+      if (![join(o.engineer, env, 'engineer.onnx'), join(o.engineer, 'engineer.onnx')].some((f) => existsSync(f))) continue;
+      throw new ExpError('EXP_CONFIG', `the engineer under ${o.engineer} has no ${TRAIN_SPLITS_FILE} for ${env} (it was trained before runs recorded their episodes), so the run cannot check that it was not trained on the episodes it is evaluated on; train it again with hr1 train`, { path: 'engineer', data: { engineer: o.engineer, env } });
+    }
+    const ts = JSON.parse(readFileSync(file, 'utf8')) as TrainSplits;
+    const e = ts.envs?.[env];
+    if (!e) continue; // an engineer trained for other envs: its rows report the missing model
+    engineers[env] = { dir: dirname(file), target: e.target, split: e.split };
+    sets.push({ name: 'engineer SFT', env, episodes: [...e.sft, ...e.verify] }, { name: 'engineer GRPO', env, episodes: e.grpo });
+  }
+  assertDisjoint(sets);
+  return { sets: sets.map(describeSet), engineers };
+}
+
 export function splitsMeta(o: CommonOptions): RunMeta['splits'] {
   const out: RunMeta['splits'] = {};
   for (const env of o.envs) {
@@ -277,6 +308,12 @@ export function reportHeader(title: string, meta: RunMeta): string {
     '',
     `**Splits:** ${splits}.`,
     '',
+    ...(meta.disjoint
+      ? [
+          `**Disjoint:** checked before the run, no two of these share a (task, seed): ${meta.disjoint.sets.map((x) => `${x.env} ${x.name} (${x.episodes} episodes, seeds ${x.seeds ? `${x.seeds[0]}–${x.seeds[1]}` : '–'})`).join('; ')}.${Object.keys(meta.disjoint.engineers).length ? ` Engineers trained in ${Object.entries(meta.disjoint.engineers).map(([env, e]) => `${env}: ${e.dir} on ${e.target} (${e.split})`).join('; ')}.` : ''}`,
+          '',
+        ]
+      : []),
     `**Intervals:** ${Math.round((b?.level ?? 0.95) * 100)}% percentile bootstrap over tasks and seeds (tasks resampled, then seeds within each task; ${b?.resamples ?? 1000} resamples, seed ${b?.seed ?? 0}); Δ intervals resample paired differences (same task, same seed). Numbers are percentage points.`,
     '',
   ].join('\n');

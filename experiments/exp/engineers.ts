@@ -12,12 +12,15 @@ import { DECODE_PATH_VERSION } from '../../learner/sampling.ts';
 import { PATCH_LANG_VERSION } from '../../policies/engineer/patch-lang.ts';
 import { resolveTrainConfig, trainEngineer } from '../train.ts';
 
+/** Bumped when the episodes an engineer trains on change (1: GRPO seeds apart, splits.json recorded). */
+export const SPLITS_VERSION = 1;
+
 /** The default train config the engineers of an experiment are trained with. */
 export const ENGINEER_TRAIN_CONFIG = 'experiments/configs/train.default.yaml';
 
 /** The folder the engineers of (target, seed) are cached in. */
 export function engineersDir(target: string, seed: number): string {
-  return join('runs', 'engineers', createHash('sha256').update(`${target}|${seed}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}`).digest('hex').slice(0, 10));
+  return join('runs', 'engineers', createHash('sha256').update(`${target}|${seed}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}`).digest('hex').slice(0, 10));
 }
 
 /** Train (or find trained earlier) one engineer per env on `cluster`; returns the folder for `--engineer`. */

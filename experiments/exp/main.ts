@@ -13,7 +13,7 @@ import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart, stripChart } from '../report/plots.ts';
 import { envMetrics, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 
 /** The frozen target of the main table. @default 'sim/qwen-3b' (SIMULATED) */
 export const DEFAULT_MAIN_TARGET = 'sim/qwen-3b';
@@ -55,7 +55,7 @@ export async function runExpMain(input: ExpMainInput & { config?: string }, io: 
   return runExperiment(
     'main',
     o,
-    { targets: [o.target], simulated: simulatedOf([o.target]), methods: mMeta, splits: splitsMeta(o) },
+    { targets: [o.target], simulated: simulatedOf([o.target]), methods: mMeta, splits: splitsMeta(o), disjoint: checkSplits(o, mMeta.some((m) => m.kind === 'engineer' && m.available === true)) },
     io,
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];

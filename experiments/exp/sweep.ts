@@ -13,7 +13,7 @@ import { heatmap } from '../report/plots.ts';
 import { envMetrics, primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { Method } from '../runner/methods.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, splitsMeta, targetEnvs, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetEnvs, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';
 import type { ExpRun } from '../runner/evaluate.ts';
 
 /** Every SIMULATED profile. */
@@ -89,7 +89,7 @@ export async function runExpSweep(input: ExpSweepInput & { config?: string }, io
   return runExperiment(
     'sweep',
     o,
-    { targets: o.targets, simulated: simulatedOf(o.targets), methods: mMeta, splits: splitsMeta(o) },
+    { targets: o.targets, simulated: simulatedOf(o.targets), methods: mMeta, splits: splitsMeta(o), disjoint: checkSplits(o, mMeta.some((m) => m.kind === 'engineer' && m.available === true)) },
     io,
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];

@@ -7,7 +7,7 @@
 import type { Cluster } from '../../cluster/client.ts';
 import { Rng } from '../../cluster/rng.ts';
 import { envDescriptor, envNames, isEnvName, listTasks, type EnvMetric, type EnvOptions, type EnvSplits } from '../../envs/registry.ts';
-import { ClientStatsCollector, makeBatches, rollout } from '../../drivers/index.ts';
+import { ClientStatsCollector, SEED_SPACES, makeBatches, rollout } from '../../drivers/index.ts';
 import type { EpisodeRef } from '../../actors/index.ts';
 import { isInfraStatus, parsedPatch, type EpisodeRecord } from '../../harness/index.ts';
 import { extractPacket, packetHash, type Packet } from '../../policies/engineer/index.ts';
@@ -73,10 +73,13 @@ export function episodesOf(tasks: readonly string[], seeds: readonly number[]): 
   return seeds.flatMap((seed) => tasks.map((taskId) => ({ taskId, seed })));
 }
 
-/** Train batches of an env (its train split), batch i with episode seed `seed + i`. */
+/**
+ * The packet batches of an evaluation (its env's train split), batch i with episode seed
+ * `SEED_SPACES.packets + seed + i`: apart from the seeds an engineer trains on (drivers/splits.ts).
+ */
 export function trainBatches(env: string, o: { packets: number; batchSize: number; seed: number; envOptions?: EnvOptions }): EpisodeRef[][] {
   const s = splitsOf(env);
-  return makeBatches(env, { count: o.packets, size: o.batchSize, split: s.train, seed: o.seed, ...(o.envOptions ? { envOptions: o.envOptions } : {}) });
+  return makeBatches(env, { count: o.packets, size: o.batchSize, split: s.train, seed: SEED_SPACES.packets + o.seed, ...(o.envOptions ? { envOptions: o.envOptions } : {}) });
 }
 
 export function outcomesOf(records: readonly EpisodeRecord[]): { outcomes: Outcome[]; errors: number } {

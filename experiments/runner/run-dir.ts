@@ -37,6 +37,12 @@ export interface RunMeta {
   methods: { name: string; kind: string; label: string; available: true | string }[];
   /** per env: the train and test splits and the number of test tasks */
   splits: Record<string, { train: string; test: string[]; testTasks: number; seeds: number[] }>;
+  /**
+   * the episode sets checked to share no (task, seed) before the run started (the packets, the
+   * test episodes, and the SFT and GRPO episodes of each engineer the run uses), with where each
+   * engineer was trained and on which target
+   */
+  disjoint?: { sets: { name: string; env: string; episodes: number; tasks: number; seeds: [number, number] | null }[]; engineers: Record<string, { dir: string; target: string; split: string }> };
 }
 
 /** One completed unit (an evaluation of one patch on one env's test episodes, or similar). */

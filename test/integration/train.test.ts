@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { init } from '../../cluster/init.ts';
 import { ConfigError } from '../../cluster/errors.ts';
-import { resolveTrainConfig, trainEngineer } from '../../experiments/train.ts';
+import { TRAIN_SPLITS_FILE, resolveTrainConfig, trainEngineer, trainSplits } from '../../experiments/train.ts';
+import { SEED_SPACES, findOverlaps } from '../../drivers/index.ts';
 
 // the machinery, not the engineer's quality: the smallest model whose window holds a prompt and a patch
 const SMALL = { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 768 };
@@ -30,6 +31,13 @@ test('train - SFT then GRPO end to end: the loss falls, every sampled patch pars
     const lines = readFileSync(join(out, 'iterations.jsonl'), 'utf8').trim().split('\n');
     t.is(lines.length, r.iterations.length);
     t.true(existsSync(join(out, 'sft.jsonl')));
+    // the run lists every (task, seed) it trained on: SFT batches and GRPO batches, apart
+    const splits = JSON.parse(readFileSync(join(out, TRAIN_SPLITS_FILE), 'utf8'));
+    t.deepEqual(splits, JSON.parse(JSON.stringify(trainSplits(cfg))));
+    t.is(splits.envs.alfworld.sft.length, 3 * 8);
+    t.is(splits.envs.alfworld.grpo.length, 2 * 8);
+    t.true(splits.envs.alfworld.grpo.every((e: { seed: number }) => e.seed >= SEED_SPACES.grpo));
+    t.deepEqual(findOverlaps([{ name: 'sft', env: 'alfworld', episodes: splits.envs.alfworld.sft }, { name: 'grpo', env: 'alfworld', episodes: splits.envs.alfworld.grpo }]), []);
   } finally {
     await rt.shutdown();
     rmSync(out, { recursive: true, force: true });

@@ -1,5 +1,7 @@
 import test from 'ava';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { SEED_SPACES, SplitOverlapError } from '../../../drivers/index.ts';
+import { TRAIN_SPLITS_FILE, resolveTrainConfig, trainSplits } from '../../../experiments/train.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { init } from '../../../cluster/init.ts';
@@ -72,6 +74,26 @@ test('exp main - killed part way, a rerun does only the missing units and writes
   const again = await runExpMain({ ...SMALL, out: dir }, { ...quiet, cluster: rt.cluster });
   t.is(again.ran, 0);
   t.is(again.skipped, 15);
+});
+
+test('exp main - records its episode sets as checked apart, and refuses an engineer trained on its test episodes', async (t) => {
+  const meta = JSON.parse(read(fullDir, RUN_FILES.meta));
+  t.deepEqual(meta.disjoint.sets.map((x: { env: string; name: string }) => `${x.env} ${x.name}`), ['alfworld evaluation packets', 'alfworld test', 'dbbench evaluation packets', 'dbbench test', 'webshop evaluation packets', 'webshop test']);
+  t.true(meta.disjoint.sets.filter((x: { name: string }) => x.name === 'evaluation packets').every((x: { seeds: number[] }) => x.seeds[0]! >= SEED_SPACES.packets));
+  t.regex(read(fullDir, RUN_FILES.report), /\*\*Disjoint:\*\* checked before the run/);
+  // an engineer whose SFT batches are the test split's tasks under the test seeds: what hr1 train records for that config
+  const eng = join(root, 'leaky-engineer');
+  mkdirSync(join(eng, 'alfworld'), { recursive: true });
+  const cfg = resolveTrainConfig(undefined, { env: 'alfworld', target: 'sim/qwen-3b', split: 'valid_seen', batchSize: 140, sft: { batches: 1 }, grpo: { iterations: 1 } });
+  writeFileSync(join(eng, 'alfworld', TRAIN_SPLITS_FILE), JSON.stringify(trainSplits(cfg)));
+  const e = await t.throwsAsync(runExpMain({ ...SMALL, envs: ['alfworld'], engineer: eng, out: join(root, 'leaky') }, { ...quiet, cluster: rt.cluster }), { instanceOf: SplitOverlapError });
+  t.regex(e!.message, /alfworld: the test and engineer SFT episodes share \d+ \(task, seed\) pairs/);
+  t.false(existsSync(join(root, 'leaky', RUN_FILES.results)), 'refused before any unit ran');
+  // an engineer folder with a model but no record of its episodes cannot be checked: refused too
+  const old = join(root, 'old-engineer');
+  mkdirSync(old, { recursive: true });
+  writeFileSync(join(old, 'engineer.onnx'), '');
+  await t.throwsAsync(runExpMain({ ...SMALL, envs: ['alfworld'], engineer: old, out: join(root, 'old') }, { ...quiet, cluster: rt.cluster }), { message: /has no splits\.json for alfworld .* train it again with hr1 train/ });
 });
 
 test('hr1 report - regenerates the same report and plots from stored results only (no cache, no cluster)', async (t) => {
