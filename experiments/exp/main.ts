@@ -18,7 +18,7 @@ import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetE
 /** The frozen target of the main table. @default 'sim/qwen-3b' (SIMULATED) */
 export const DEFAULT_MAIN_TARGET = 'sim/qwen-3b';
 /** Rows of the main table, in order. */
-export const DEFAULT_MAIN_METHODS = ['vanilla', 'react', 'self-refine', 'prompted-editor', 'engineer-sft', 'engineer-grpo'];
+export const DEFAULT_MAIN_METHODS = ['vanilla', 'react', 'self-refine', 'prompted-editor', 'best-fixed-patch', 'engineer-sft', 'engineer-grpo'];
 
 export const ExpMainSchema = z.strictObject({
   ...commonShape,
@@ -163,7 +163,9 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
 
   // spread across packets (methods that read packets)
   const spreadRows: (string | number)[][] = [];
-  for (const m of meta.methods.filter((mm) => mm.available === true && mm.kind !== 'baseline')) {
+  // a method reads packets when its rows name one (a fixed patch, e.g. the best fixed patch, has one row with none)
+  const readsPackets = (name: string) => rows.some((r) => r.method === name && r.packet !== null);
+  for (const m of meta.methods.filter((mm) => mm.available === true && mm.kind !== 'baseline' && readsPackets(mm.name))) {
     for (const c of primary) {
       const per = rowsOf(m.name, c.env).sort((a, z) => (a.packet ?? 0) - (z.packet ?? 0)).map((r) => rowMean(r, c.metric));
       const ms = meanStd(per);
@@ -257,7 +259,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     }
   }
   // one dot per packet: how much a packet-reading method's result depends on the packet it read
-  const readers = avail.filter((m) => m.kind !== 'baseline');
+  const readers = avail.filter((m) => m.kind !== 'baseline' && readsPackets(m.name));
   if (spreadRows.length && readers.length) {
     plots.push({
       name: 'main-packets',

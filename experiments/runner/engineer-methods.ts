@@ -4,8 +4,9 @@
  * They are part of the built-in methods (see `builtinMethods()` in methods.ts): nothing has to
  * register them, whichever entry point (CLI or code) looks them up.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { baseRecords, rewardOf, type SftRow } from '../../drivers/index.ts';
 import { loadBuiltinEngineer } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
 import type { Method, MethodOptions } from './methods.ts';
@@ -42,3 +43,51 @@ function engineerMethod(name: string, label: string, file: string): Method {
 export function engineerMethods(): Method[] {
   return [engineerMethod('engineer-sft', 'engineer, SFT only', 'engineer-sft.onnx'), engineerMethod('engineer-grpo', 'engineer, SFT+GRPO (Harness-R1)', 'engineer.onnx')];
 }
+
+/** Candidates and training batches the best fixed patch is chosen over (each candidate is rerun on each batch). */
+export const BEST_FIXED_CANDIDATES = 8;
+export const BEST_FIXED_BATCHES = 8;
+export const BEST_FIXED_MISSING = 'not available (chosen from an engineer run\'s SFT proposals: pass --engineer with a hr1 train run folder)';
+
+/**
+ * The best fixed patch: one packet-blind patch for every test packet, the control any
+ * packet-reading method must beat. Candidates: the verified teacher proposals of the engineer's
+ * SFT set (`sft.jsonl`, its `BEST_FIXED_CANDIDATES` with the largest Δ on their own batch,
+ * distinct patches); each is rerun on the same `BEST_FIXED_BATCHES` training batches (that
+ * engineer's SFT batches, so never evaluation episodes) and the one with the highest mean Δ is
+ * applied to every test packet. It reads no test packet.
+ */
+export const BEST_FIXED_PATCH: Method = {
+  name: 'best-fixed-patch',
+  label: 'best fixed patch',
+  kind: 'engineer',
+  version: 'best-fixed-1',
+  fixed: true,
+  available: (o) => (o.engineer ? true : BEST_FIXED_MISSING),
+  async propose(ctx) {
+    const file = modelPath(ctx.options, ctx.env, 'sft.jsonl');
+    if (!file) throw new ExpError('EXP_METHOD_FAILED', `best-fixed-patch: no sft.jsonl for ${ctx.env} under ${ctx.options.engineer}; pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: 'best-fixed-patch', env: ctx.env } });
+    const rows = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as SftRow).filter((r) => r.env === ctx.env);
+    if (rows.length === 0) return null;
+    const seen = new Set<string>();
+    const candidates = [...rows].sort((a, b) => b.delta - a.delta || (a.patchHash < b.patchHash ? -1 : 1)).filter((r) => !seen.has(r.patchHash) && seen.add(r.patchHash)).slice(0, BEST_FIXED_CANDIDATES);
+    const batches = [...new Map(rows.map((r) => [JSON.stringify(r.batch), r.batch])).values()].slice(0, BEST_FIXED_BATCHES);
+    const spec = { env: ctx.env, target: ctx.target, cache: ctx.cache, envOptions: ctx.envOptions, ...(ctx.targetOptions ? { targetOptions: ctx.targetOptions } : {}) };
+    const bases = [];
+    for (const b of batches) bases.push(await baseRecords(ctx.cluster, { ...spec, episodes: b }));
+    let best: SftRow | null = null;
+    let bestMean = -Infinity;
+    for (const c of candidates) {
+      let sum = 0;
+      for (let i = 0; i < batches.length; i++) {
+        const r = await rewardOf(ctx.cluster, { ...spec, episodes: batches[i]!, patch: c.patch, base: bases[i]! });
+        sum += r.valid ? r.delta : 0;
+      }
+      if (sum / batches.length > bestMean) {
+        bestMean = sum / batches.length;
+        best = c;
+      }
+    }
+    return best?.patch ?? null;
+  },
+};

@@ -13,7 +13,7 @@ import { BASELINES } from '../../policies/targets/baselines.ts';
 import { rewardOf } from '../../drivers/index.ts';
 import { teacherPropose, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
-import { ENGINEER_MISSING, engineerMethods } from './engineer-methods.ts';
+import { BEST_FIXED_PATCH, ENGINEER_MISSING, engineerMethods } from './engineer-methods.ts';
 
 export type MethodKind = 'baseline' | 'editor' | 'engineer';
 
@@ -102,6 +102,7 @@ export function builtinMethods(): Method[] {
     fixed('react', 'ReAct', BASELINES.react),
     fixed('self-refine', 'Self-Refine', BASELINES.selfRefine),
     PROMPTED_EDITOR,
+    BEST_FIXED_PATCH,
     ...engineerMethods(),
   ];
 }

@@ -1,6 +1,10 @@
 import test from 'ava';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { SEED_SPACES, SplitOverlapError } from '../../../drivers/index.ts';
+import { SEED_SPACES, SplitOverlapError, buildSftDataset, makeBatches, rewardOf } from '../../../drivers/index.ts';
+import { BEST_FIXED_MISSING, BEST_FIXED_PATCH } from '../../../experiments/runner/engineer-methods.ts';
+import { methodAvailable } from '../../../experiments/runner/methods.ts';
+import { extractPacket } from '../../../policies/engineer/index.ts';
+import { canonicalJson } from '../../../harness/index.ts';
 import { TRAIN_SPLITS_FILE, resolveTrainConfig, trainSplits } from '../../../experiments/train.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,6 +98,32 @@ test('exp main - records its episode sets as checked apart, and refuses an engin
   mkdirSync(old, { recursive: true });
   writeFileSync(join(old, 'engineer.onnx'), '');
   await t.throwsAsync(runExpMain({ ...SMALL, envs: ['alfworld'], engineer: old, out: join(root, 'old') }, { ...quiet, cluster: rt.cluster }), { message: /has no splits\.json for alfworld .* train it again with hr1 train/ });
+});
+
+test('best fixed patch - the SFT proposal with the highest mean Δ over the training batches, one row for all packets', async (t) => {
+  const eng = join(root, 'fixed-engineer');
+  const batches = makeBatches('alfworld', { count: 3, size: 10, seed: 0 });
+  const { rows } = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target: 'sim/qwen-3b', batches, k: 3, out: join(eng, 'sft.jsonl') });
+  t.true(rows.length >= 2, `${rows.length} SFT rows`);
+  // what the method must pick: the largest mean Δ over the batches (brute force here)
+  const mean = async (patch: unknown) => {
+    let s = 0;
+    for (const b of batches) s += (await rewardOf(rt.cluster, { env: 'alfworld', target: 'sim/qwen-3b', episodes: b, patch, cache: null })).delta;
+    return s / batches.length;
+  };
+  const distinct = [...new Map(rows.map((r) => [r.patchHash, r])).values()];
+  const means = await Promise.all(distinct.map((r) => mean(r.patch)));
+  const chosen = await BEST_FIXED_PATCH.propose({ env: 'alfworld', target: 'sim/qwen-3b', packet: extractPacket([]), trainRecords: [], trainEpisodes: [], seed: 0, cluster: rt.cluster, cache: null, envOptions: {}, options: { engineer: eng, editor: { k: 1, select: 'first' } } });
+  const idx = distinct.findIndex((r) => canonicalJson(r.patch) === canonicalJson(chosen));
+  t.true(idx >= 0, 'one of the SFT proposals');
+  t.is(means[idx], Math.max(...means));
+  // in exp main: one unit for every packet, its row in the table
+  const r = await runExpMain({ ...SMALL, envs: ['alfworld'], methods: ['vanilla', 'best-fixed-patch'], engineer: eng, out: join(root, 'fixed') }, { ...quiet, cluster: rt.cluster });
+  const fixedRows = r.rows.filter((x) => x.method === 'best-fixed-patch');
+  t.is(fixedRows.length, 1);
+  t.is(fixedRows[0]!.packet, null);
+  t.regex(r.report.markdown, /\| best fixed patch \| \d+\.\d \[/);
+  t.is(methodAvailable(BEST_FIXED_PATCH, { editor: { k: 1, select: 'first' } }), BEST_FIXED_MISSING);
 });
 
 test('hr1 report - regenerates the same report and plots from stored results only (no cache, no cluster)', async (t) => {

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENGINEER_MISSING, getMethod, methodNames, registerMethod, resetMethods, resolveExpMain } from '../../../experiments/exp/index.ts';
+import { BEST_FIXED_MISSING } from '../../../experiments/runner/engineer-methods.ts';
 import { methodAvailable, builtinMethods, type MethodContext } from '../../../experiments/runner/methods.ts';
 import { methodOptionsOf, methodsMeta } from '../../../experiments/exp/common.ts';
 
@@ -36,10 +37,10 @@ test('methods - engineer-sft and engineer-grpo are in the registry with their re
 test('methods - as runExpMain resolves them: --engineer makes the engineer rows available', (t) => {
   const o = resolveExpMain({ engineer: '/some/run', envs: ['dbbench'] });
   const { meta } = methodsMeta(o.methods, o);
-  t.deepEqual(meta.filter((m) => m.kind === 'engineer').map((m) => [m.name, m.available]), [['engineer-sft', true], ['engineer-grpo', true]]);
+  t.deepEqual(meta.filter((m) => m.kind === 'engineer').map((m) => [m.name, m.available]), [['best-fixed-patch', true], ['engineer-sft', true], ['engineer-grpo', true]]);
   t.is(methodOptionsOf(o).engineer, '/some/run');
   const without = methodsMeta(resolveExpMain({ envs: ['dbbench'] }).methods, resolveExpMain({ envs: ['dbbench'] })).meta;
-  t.true(without.filter((m) => m.kind === 'engineer').every((m) => m.available === ENGINEER_MISSING));
+  t.true(without.filter((m) => m.kind === 'engineer').every((m) => m.available === (m.name === 'best-fixed-patch' ? BEST_FIXED_MISSING : ENGINEER_MISSING)));
 });
 
 test.serial('methods - resetMethods puts the built-in engineers back after a replacement', (t) => {
@@ -50,5 +51,5 @@ test.serial('methods - resetMethods puts the built-in engineers back after a rep
     resetMethods();
   }
   t.is(getMethod('engineer-grpo').version, 'builtin-1');
-  t.deepEqual(builtinMethods().map((m) => m.name), ['vanilla', 'react', 'self-refine', 'prompted-editor', 'engineer-sft', 'engineer-grpo']);
+  t.deepEqual(builtinMethods().map((m) => m.name), ['vanilla', 'react', 'self-refine', 'prompted-editor', 'best-fixed-patch', 'engineer-sft', 'engineer-grpo']);
 });
