@@ -65,6 +65,10 @@ export interface RunSummary {
   resamples: number;
   groups: SummaryGroup[];
   averages: SummaryAverage[];
+  /** the run's splits per env (train split of the packets, test splits, test tasks, seeds) */
+  splits: RunMeta['splits'];
+  /** the episode sets checked apart before the run, and where its engineers were trained (absent in older runs) */
+  disjoint?: RunMeta['disjoint'];
 }
 
 const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
@@ -158,5 +162,5 @@ export function summarizeRun(meta: RunMeta, rows: readonly EvalRow[]): RunSummar
       delta: isVanilla || vs.some((v) => v === null) ? null : json(tryDelta(() => pairedDelta(as, vs as number[][][], boot(`d|${a.method}|avg${t}`)))),
     });
   }
-  return { kind: SUMMARY_KIND, exp: meta.exp, targets: [...meta.targets], simulated: [...meta.simulated], level: b.level, resamples: b.resamples, groups, averages };
+  return { kind: SUMMARY_KIND, exp: meta.exp, targets: [...meta.targets], simulated: [...meta.simulated], level: b.level, resamples: b.resamples, groups, averages, splits: meta.splits, ...(meta.disjoint ? { disjoint: meta.disjoint } : {}) };
 }

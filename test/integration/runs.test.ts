@@ -216,6 +216,11 @@ test('summary.json - the report\'s tables as numbers: they match results.jsonl a
   const rows = jsonl<EvalRow>(expDir, RUN_FILES.results);
   const md = read(expDir, RUN_FILES.report);
   t.is(s.groups.length, rows.length); // one packet: one row per group
+  // the run's splits and the sets checked apart travel with the tables
+  const meta = JSON.parse(read(expDir, RUN_FILES.meta));
+  t.deepEqual(s.splits, meta.splits);
+  t.deepEqual(s.disjoint, meta.disjoint);
+  t.true(s.disjoint!.sets.some((x) => x.name === 'test'));
   for (const g of s.groups) {
     const own = rows.filter((r) => r.env === g.env && r.method === g.method);
     const outs = own.flatMap((r) => r.outcomes);
