@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { envDescriptor, inReportOrder } from '../../envs/registry.ts';
 import { TASK_TYPES } from '../../envs/alfworld/index.ts';
 import { bootstrapStrata, meanStd, pairedDelta, type Interval } from '../report/bootstrap.ts';
-import { fmtInterventions, interventionRate, rowMean, taskSeedMatrix, type Metric } from '../report/data.ts';
+import { fmtInterventions, hintTokensPerDecision, interventionRate, rowMean, taskSeedMatrix, validPatchRate, type Metric } from '../report/data.ts';
 import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart, stripChart } from '../report/plots.ts';
 import { envMetrics, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
@@ -153,9 +153,12 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
   }
 
   // the share of executed actions the patch chose instead of the model, over every env's episodes
-  const head = ['method', ...cols.map((c) => c.title), 'average', 'interventions'];
+  const head = ['method', ...cols.map((c) => c.title), 'average', 'interventions', 'hint tokens/decision', 'valid patches'];
+  const mine = (m: { name: string }) => rows.filter((r) => r.method === m.name && r.target === target);
+  const fmtNum = (x: number | null) => (x === null ? '—' : x.toFixed(1));
+  const fmtRate = (x: number | null) => (x === null ? '—' : `${(100 * x).toFixed(0)} %`);
   const tableRows = meta.methods.map((m) =>
-    m.available !== true ? [m.label, m.available as string, ...cols.map(() => '—')] : [m.label, ...cols.map((c) => fmtPct(cell[m.name]![`${c.env}.${c.metric}`])), fmtPct(cell[m.name]!.avg), fmtInterventions(interventionRate(rows.filter((r) => r.method === m.name && r.target === target)))],
+    m.available !== true ? [m.label, m.available as string, ...cols.map(() => '—')] : [m.label, ...cols.map((c) => fmtPct(cell[m.name]![`${c.env}.${c.metric}`])), fmtPct(cell[m.name]!.avg), fmtInterventions(interventionRate(mine(m))), fmtNum(hintTokensPerDecision(mine(m))), m.name === 'vanilla' ? '—' : fmtRate(validPatchRate(mine(m)))],
   );
   const deltaRows = meta.methods
     .filter((m) => m.available === true && m.name !== 'vanilla')
@@ -184,7 +187,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     '',
     mdTable(head, tableRows),
     '',
-    'interventions: the share of executed actions the patch forced or rewritten instead of the model (mean over episodes, all envs; capped at the harness\'s `maxInterventionRate`).',
+    'interventions: the share of executed actions the patch forced or rewritten instead of the model (mean over episodes, all envs; capped at the harness\'s `maxInterventionRate`). hint tokens/decision: the hint text the patch added per model decision (mean over episodes). valid patches: the share of the method\'s patches that were valid (an invalid one is scored unpatched).',
     '',
     '## Δ vs vanilla (points, paired on the same tasks and seeds)',
     '',

@@ -38,6 +38,25 @@ export function rowMean(r: EvalRow, metric: Metric): number {
  * The mean intervention rate (executed actions the patch forced or rewritten, per episode) over
  * the episodes of these rows that recorded one; null when none did.
  */
+/** Mean hint tokens the patches added per model decision, over the episodes that recorded it; null when none did. */
+export function hintTokensPerDecision(rows: readonly EvalRow[]): number | null {
+  let s = 0;
+  let n = 0;
+  for (const r of rows) {
+    for (const o of r.outcomes) {
+      if (o[5] === undefined) continue;
+      s += o[5];
+      n++;
+    }
+  }
+  return n > 0 ? s / n : null;
+}
+
+/** The share of a method's units whose patch was valid (a unit without a patch counts as valid: it asked for none); null without rows. */
+export function validPatchRate(rows: readonly EvalRow[]): number | null {
+  return rows.length ? rows.filter((r) => r.invalid === undefined).length / rows.length : null;
+}
+
 export function interventionRate(rows: readonly EvalRow[]): number | null {
   let s = 0;
   let n = 0;

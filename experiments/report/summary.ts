@@ -9,7 +9,7 @@ import { envDescriptor, inReportOrder, isEnvName } from '../../envs/registry.ts'
 import type { EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { bootstrapStrata, pairedDelta, type Interval } from './bootstrap.ts';
-import { interventionRate, taskSeedMatrix, type Metric } from './data.ts';
+import { hintTokensPerDecision, interventionRate, taskSeedMatrix, validPatchRate, type Metric } from './data.ts';
 
 /** The format tag of summary.json. */
 export const SUMMARY_KIND = 'hr1-summary/1';
@@ -39,6 +39,10 @@ export interface SummaryGroup {
   delta: { success: SummaryInterval | null; score: SummaryInterval | null };
   /** mean share of executed actions the patch chose (null when not recorded) */
   interventionRate: number | null;
+  /** hint tokens the patch added per model decision (mean over episodes; null in older rows) */
+  hintTokensPerDecision: number | null;
+  /** the share of the group's units whose patch was valid */
+  validPatchRate: number | null;
   /** episodes (over every unit of the group) and units (packets) */
   episodes: number;
   units: number;
@@ -138,6 +142,8 @@ export function summarizeRun(meta: RunMeta, rows: readonly EvalRow[]): RunSummar
         score: json(cell('score')),
         delta: { success: json(delta('success')), score: json(delta('score')) },
         interventionRate: ((v) => (v === null ? null : r6(v)))(interventionRate(own)),
+        hintTokensPerDecision: ((v) => (v === null ? null : r6(v)))(hintTokensPerDecision(own)),
+        validPatchRate: validPatchRate(own),
         episodes: own.reduce((n, r) => n + r.outcomes.length, 0),
         units: own.length,
       });

@@ -9,7 +9,7 @@ import { Rng } from '../../cluster/rng.ts';
 import { envDescriptor, envNames, isEnvName, listTasks, type EnvMetric, type EnvOptions, type EnvSplits } from '../../envs/registry.ts';
 import { ClientStatsCollector, SEED_SPACES, makeBatches, rollout } from '../../drivers/index.ts';
 import type { EpisodeRef } from '../../actors/index.ts';
-import { isInfraStatus, parsedPatch, type EpisodeRecord } from '../../harness/index.ts';
+import { HarnessError, isInfraStatus, parsedPatch, type EpisodeRecord } from '../../harness/index.ts';
 import { extractPacket, packetHash, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
 import { configHash } from './config.ts';
@@ -38,9 +38,11 @@ function splitsOf(env: string): EnvSplits {
 /**
  * One episode's result: [taskId, seed, won (0/1), reward, intervention rate] — the rate is the
  * share of its executed actions the patch forced or rewritten (harness `interventions.rate`);
- * rows written before it was recorded have four elements.
+ * rows written before it was recorded have four elements. The sixth is the hint text the patch
+ * added per model decision, in tokens (harness `interventions.hintTokensPerDecision`; absent in
+ * older rows).
  */
-export type Outcome = [string, number, 0 | 1, number, number?];
+export type Outcome = [string, number, 0 | 1, number, number?, number?];
 
 /** An evaluation row: a patch on one env's test episodes for one target. */
 export interface EvalRow extends ResultRow {
@@ -58,6 +60,8 @@ export interface EvalRow extends ResultRow {
   /** episodes that ended in an infra error; always 0, since rollout() re-runs them or fails (kept in the record format) */
   errors: number;
   outcomes: Outcome[];
+  /** the method's patch was not a valid patch: why (its episodes ran unpatched, as an invalid patch changes nothing) */
+  invalid?: string;
 }
 
 /** Test tasks of an env: its test splits, `tasks` of them (or all) in a seeded shuffle. */
@@ -86,7 +90,7 @@ export function outcomesOf(records: readonly EpisodeRecord[]): { outcomes: Outco
   let errors = 0;
   const outcomes = records.map((r): Outcome => {
     if (isInfraStatus(r.outcome.status)) errors++;
-    return [r.taskId, r.seed, r.outcome.won ? 1 : 0, Math.round(r.outcome.reward * 1e6) / 1e6, Math.round((r.interventions?.rate ?? 0) * 1e6) / 1e6];
+    return [r.taskId, r.seed, r.outcome.won ? 1 : 0, Math.round(r.outcome.reward * 1e6) / 1e6, Math.round((r.interventions?.rate ?? 0) * 1e6) / 1e6, Math.round((r.interventions?.hintTokensPerDecision ?? 0) * 1e3) / 1e3];
   });
   return { outcomes, errors };
 }
@@ -179,8 +183,17 @@ export class ExpRun {
     this.progress.start(u.label, u.episodes.length);
     const hits0 = this.run.cache.hits;
     const { patch, packetHash: ph } = await u.patch();
-    // the unit's patch is validated and canonicalised here, once; the rollout and its actors get the parsed value
-    const parsed = patch === null || patch === undefined ? null : parsedPatch(patch);
+    // the unit's patch is validated and canonicalised here, once; the rollout and its actors get the parsed value.
+    // An invalid one is scored as what it changes, nothing (the unpatched harness), and counted against the method's valid-patch rate
+    let parsed: ReturnType<typeof parsedPatch> | null = null;
+    let invalid: string | undefined;
+    try {
+      parsed = patch === null || patch === undefined ? null : parsedPatch(patch);
+    } catch (e) {
+      if (!(e instanceof HarnessError) || e.code !== 'HARNESS_BAD_PATCH') throw e;
+      invalid = e.message.slice(0, 500);
+      this.progress.log(`${u.label}: the patch is not valid, scored unpatched (${e.message.split('\n')[1]?.trim() ?? e.message})`);
+    }
     const records = await this.roll(u.env, u.target, parsed, u.episodes);
     const { outcomes, errors } = outcomesOf(records);
     const row: EvalRow = {
@@ -196,6 +209,7 @@ export class ExpRun {
       packetHash: ph,
       errors,
       outcomes,
+      ...(invalid !== undefined ? { invalid } : {}),
     };
     this.run.append(row);
     this.ran++;

@@ -154,6 +154,33 @@ test.serial('methods - a registered engineer fills its row', async (t) => {
   }
 });
 
+test.serial('methods - an invalid patch is scored unpatched and counted: the valid-patch rate, hint tokens per decision in the table', async (t) => {
+  // a hostile or broken method: every second packet gets a patch the schema refuses
+  registerMethod({ name: 'engineer-grpo', label: 'engineer, SFT+GRPO', kind: 'engineer', propose: async (ctx) => (ctx.seed % 2 === 0 ? { rules: [{ hook: 'nowhere', when: {}, effect: {} }] } : BASELINES.react) });
+  try {
+    const r = await runExpMain({ ...SMALL, envs: ['dbbench'], methods: ['vanilla', 'react', 'engineer-grpo'], out: join(root, 'invalid') }, { ...quiet, cluster: rt.cluster });
+    const rows = r.rows.filter((x) => x.method === 'engineer-grpo');
+    t.is(rows.length, 2);
+    const bad = rows.filter((x) => x.invalid !== undefined);
+    t.is(bad.length, 1);
+    t.regex(bad[0]!.invalid!, /not a valid patch; fix these fields/);
+    t.is(bad[0]!.patchHash, '', 'ran unpatched');
+    // unpatched means exactly vanilla's outcomes on the same episodes
+    const vanilla = r.rows.find((x) => x.method === 'vanilla')!;
+    t.deepEqual(bad[0]!.outcomes.map((o) => o.slice(0, 4)), vanilla.outcomes.map((o) => o.slice(0, 4)));
+    t.regex(r.report.markdown, /\| engineer, SFT\+GRPO \|.*\| 50 % \|/);
+    t.regex(r.report.markdown, /\| ReAct \|.*\| 100 % \|/);
+    // every episode carries its hint tokens per decision; vanilla adds none
+    t.true(r.rows.every((x) => x.outcomes.every((o) => typeof o[5] === 'number' && o[5] >= 0)));
+    t.true(vanilla.outcomes.every((o) => o[5] === 0));
+    const s = JSON.parse(read(join(root, 'invalid'), RUN_FILES.summary));
+    t.is(s.groups.find((g: { method: string }) => g.method === 'engineer-grpo').validPatchRate, 0.5);
+    t.is(s.groups.find((g: { method: string }) => g.method === 'vanilla').hintTokensPerDecision, 0);
+  } finally {
+    resetMethods();
+  }
+});
+
 test('exp sweep, crosstask, ablate, coevolve - small runs write their tables and plots', async (t) => {
   const tiny = { inProcess: true, progress: 'silent' as const, envs: ['dbbench' as const, 'webshop' as const], test: { tasks: 8, seeds: [0] }, train: { packets: 1, batchSize: 10 } };
   const c = { ...quiet, cluster: rt.cluster };
