@@ -198,7 +198,7 @@ export function methodOptionsOf(o: CommonOptions): MethodOptions {
 /** Look up methods and their availability for run.json. */
 export function methodsMeta(names: readonly string[], o: CommonOptions, path = 'methods'): { methods: Method[]; meta: RunMeta['methods'] } {
   const methods = names.map((n, i) => getMethod(n, `${path}[${i}]`));
-  return { methods, meta: methods.map((m) => ({ name: m.name, kind: m.kind, label: m.label ?? m.name, available: methodAvailable(m, methodOptionsOf(o)) })) };
+  return { methods, meta: methods.map((m) => ({ name: m.name, kind: m.kind, label: m.label ?? m.name, ...(m.fixed ? { fixed: true } : {}), available: methodAvailable(m, methodOptionsOf(o)) })) };
 }
 
 export function simulatedOf(targets: readonly string[]): string[] {

@@ -34,7 +34,7 @@ export interface RunMeta {
   targets: string[];
   simulated: string[];
   /** methods named by the config: kind, and whether they could run (a reason when not) */
-  methods: { name: string; kind: string; label: string; available: true | string }[];
+  methods: { name: string; kind: string; label: string; /** one patch for every packet (one unit per env and target) */ fixed?: boolean; available: true | string }[];
   /** per env: the train and test splits and the number of test tasks */
   splits: Record<string, { train: string; test: string[]; testTasks: number; seeds: number[] }>;
   /**

@@ -108,12 +108,12 @@ function mtimeOf(dir: string, names: readonly string[]): number {
   return Math.round(m);
 }
 
-/** exp main's unit count from run.json: per env, one unit per fixed baseline and one per packet of any other available method. */
+/** exp main's unit count from run.json: per env, one unit per fixed method (older run.json: per baseline) and one per packet of any other available method. */
 function plannedUnits(meta: RunMeta): number | null {
   if (meta.exp !== 'main') return null;
   const packets = (meta.config.train as { packets?: number } | undefined)?.packets;
   if (typeof packets !== 'number') return null;
-  const perEnv = meta.methods.filter((m) => m.available === true).reduce((n, m) => n + (m.kind === 'baseline' ? 1 : packets), 0);
+  const perEnv = meta.methods.filter((m) => m.available === true).reduce((n, m) => n + ((m.fixed ?? m.kind === 'baseline') ? 1 : packets), 0);
   return perEnv * Object.keys(meta.splits).length;
 }
 

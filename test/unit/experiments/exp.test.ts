@@ -3,6 +3,7 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readd
 import { SEED_SPACES, SplitOverlapError, buildSftDataset, makeBatches, rewardOf } from '../../../drivers/index.ts';
 import { BEST_FIXED_MISSING, BEST_FIXED_PATCH } from '../../../experiments/runner/engineer-methods.ts';
 import { methodAvailable } from '../../../experiments/runner/methods.ts';
+import { runInfo } from '../../../experiments/runs/index.ts';
 import { extractPacket } from '../../../policies/engineer/index.ts';
 import { canonicalJson } from '../../../harness/index.ts';
 import { TRAIN_SPLITS_FILE, resolveTrainConfig, trainSplits } from '../../../experiments/train.ts';
@@ -123,6 +124,8 @@ test('best fixed patch - the SFT proposal with the highest mean Δ over the trai
   t.is(fixedRows.length, 1);
   t.is(fixedRows[0]!.packet, null);
   t.regex(r.report.markdown, /\| best fixed patch \| \d+\.\d \[/);
+  // the dashboard's progress counts it as one unit per env, not one per packet
+  t.deepEqual(runInfo(join(root, 'fixed')).progress, { done: 2, total: 2 });
   t.is(methodAvailable(BEST_FIXED_PATCH, { editor: { k: 1, select: 'first' } }), BEST_FIXED_MISSING);
 });
 
