@@ -21,7 +21,7 @@ import { SEED_SPACES, VERIFY_SEED_STRIDE, assertDisjoint, buildSftDataset, makeB
 import type { EpisodeRef } from '../actors/target.ts';
 import { extractPacket } from '../policies/engineer/index.ts';
 import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
-import { canonicalJson } from '../harness/index.ts';
+import { canonicalJson, toPatch } from '../harness/index.ts';
 import { ValueModel, rankCandidates } from '../policies/scorer/index.ts';
 import { writeTrainReport, writeTrainScalars } from './report/training.ts';
 import { BOS_ID, DEFAULT_PROMPT_TOKENS, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PATCH_LANG_VERSION, PAD_ID, engineerPromptTokens, packetNames, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
@@ -94,6 +94,9 @@ export function trainPairs(cfg: Pick<TrainConfig, 'env' | 'target'>): { env: str
   const targets = cfg.target.split(',').map((x) => x.trim());
   return envs.map((env, i) => ({ env, target: targets.length === 1 ? targets[0]! : targets[i]! }));
 }
+
+/** GRPO's candidates, one JSON line each: iteration, env, index, valid, Δ, patch hash and canonical patch. */
+export const TRAIN_CANDIDATES_FILE = 'candidates.jsonl';
 
 /** The file of a train run folder that lists every (task, seed) the run trains on. */
 export const TRAIN_SPLITS_FILE = 'splits.json';
@@ -230,6 +233,10 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
   }
   const kept = resume && existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as IterationLog).filter((x) => x.phase === 'sft' || x.iteration <= resume!.iteration) : [];
   writeFileSync(logFile, kept.map((x) => `${JSON.stringify(x)}\n`).join(''));
+  // GRPO candidates: a resumed run keeps those of the iterations it keeps, a fresh one starts empty
+  const candFile = join(out, TRAIN_CANDIDATES_FILE);
+  const keptCands = resume && existsSync(candFile) ? readFileSync(candFile, 'utf8').split('\n').filter((l) => l.trim() && (JSON.parse(l) as { iteration: number }).iteration <= resume!.iteration) : [];
+  writeFileSync(candFile, keptCands.map((l) => `${l}\n`).join(''));
   const cache = new EpisodeCache(join(out, 'episodes.sqlite'));
   log(`hr1 train: ${pairs.map((p) => `${p.env} on ${p.target}${p.target.startsWith('sim/') ? ' (SIMULATED target)' : ''} (${splitOf(p.env)})`).join('; ')}; batches of ${cfg.batchSize}; run folder ${out}`);
   const iterations: IterationLog[] = [...kept];
@@ -336,6 +343,23 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       const rewards = await rewardGroup(cluster, { env, target, episodes: batch, patches, cache, base: base.records });
       const msValidation = performance.now() - tV;
       const { kept, deltas, valid, dropped } = scoredGroup(it, rewards.results);
+      // every candidate of the group with its reward, so its episodes can be read later (the dashboard, hr1 episodes export)
+      appendFileSync(
+        candFile,
+        rewards.results
+          .map((r, i) => {
+            if (!r.ok) return `${JSON.stringify({ iteration: it, env, index: i, missing: r.error.message })}\n`;
+            const w = r.reward;
+            let patch: unknown = null;
+            try {
+              patch = w.valid ? toPatch(patches[i]) : null;
+            } catch {
+              patch = null;
+            }
+            return `${JSON.stringify({ iteration: it, env, index: i, valid: w.valid, delta: w.delta, patchHash: w.patchHash, patch })}\n`;
+          })
+          .join(''),
+      );
       if (dropped.length > 0) log(`  grpo ${it}/${cfg.grpo.iterations}: ${dropped.length} of ${group.length} candidates dropped, their evaluation is missing (first: ${dropped[0]!.error})`);
       group = kept.map((i) => group[i]!);
       const tU = performance.now();

@@ -57,7 +57,7 @@ export const EPISODE_FILTER_KEYS = ['env', 'target', 'method', 'taskId', 'seed',
 /** An episode with what explains it. */
 export interface EpisodeView {
   record: EpisodeRecord;
-  /** the patch in canonical form (exp: the row's; train: from sft*.jsonl when it is there), null for none or unknown */
+  /** the patch in canonical form (exp: the row's; train: from sft*.jsonl or GRPO's candidates.jsonl), null for none or unknown */
   patch: Patch | null;
   /** the same env, task, seed and target without a patch, when the cache holds it */
   vanilla: EpisodeRecord | null;
@@ -260,7 +260,8 @@ export class EpisodeReader {
     if (this.kind === 'exp') return (this.rowOf(ref)?.patch as Patch | null | undefined) ?? null;
     if (!this.sftPatches) {
       this.sftPatches = new Map();
-      for (const f of readdirSync(this.runDir).filter((n) => /^sft(-.+)?\.jsonl$/.test(n))) {
+      // SFT rows, and GRPO's candidates (candidates.jsonl)
+      for (const f of readdirSync(this.runDir).filter((n) => /^sft(-.+)?\.jsonl$/.test(n) || n === 'candidates.jsonl')) {
         for (const r of readJsonl<{ patchHash?: string; patch?: Patch }>(join(this.runDir, f))) if (r.patchHash && r.patch) this.sftPatches.set(r.patchHash, r.patch);
       }
     }

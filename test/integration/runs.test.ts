@@ -139,13 +139,22 @@ test('runs - a train run: vanilla and patch:<hash8> episodes from episodes.sqlit
   for (const e of patched) t.is(e.method, `patch:${e.patchHash.slice(0, 8)}`);
   t.true(all.every((e) => e.target === 'sim/llama-3b' && e.env === 'alfworld'));
   const sftHashes = new Set(jsonl<{ patchHash: string }>(trainDir, 'sft.jsonl').map((r) => r.patchHash));
-  for (const e of patched.slice(0, 20)) {
+  // GRPO's candidates are logged with their patches: every iteration's group, valid ones with a canonical patch
+  const cands = jsonl<{ iteration: number; index: number; valid: boolean; patchHash: string; patch: unknown; delta: number }>(trainDir, 'candidates.jsonl');
+  const grpoIts = jsonl<{ phase: string; iteration: number }>(trainDir, 'iterations.jsonl').filter((x) => x.phase === 'grpo').map((x) => x.iteration);
+  t.deepEqual([...new Set(cands.map((c) => c.iteration))].sort(), [...new Set(grpoIts)].sort());
+  t.true(cands.filter((c) => c.valid).every((c) => c.patch !== null && c.patchHash.length === 64));
+  const candHashes = new Set(cands.filter((c) => c.valid).map((c) => c.patchHash));
+  let grpoSeen = 0;
+  for (const e of [...patched.filter((x) => candHashes.has(x.patchHash)).slice(0, 10), ...patched.slice(0, 10)]) {
     const v = readEpisode(trainDir, e);
     t.truthy(v.vanilla);
     checkDivergence(t, v.record, v.vanilla!, v.divergence, e.method);
-    // the patch is known when SFT kept it
-    if (sftHashes.has(e.patchHash)) t.truthy(v.patch);
+    // the patch is known when SFT kept it or GRPO sampled it
+    if (sftHashes.has(e.patchHash) || candHashes.has(e.patchHash)) t.truthy(v.patch, e.method);
+    if (candHashes.has(e.patchHash)) grpoSeen++;
   }
+  t.true(grpoSeen > 0, 'a GRPO candidate\'s episodes are read with their patch');
 });
 
 test('hr1 episodes export - a real process writes JSONL that parses and matches the filter (file and stdout)', async (t) => {
