@@ -11,31 +11,24 @@
  * // endpoint Qwen/Qwen3-8B: 1,204 requests, 3,456,789 tokens (3,300,000 prompt + 156,789 completion), 2 retries, 0 timeouts, 0 failures, latency p50 412 ms p99 1,930 ms
  */
 import type { ClientStats, ReplicaClientStats } from '../actors/target.ts';
+import type { OpenAIClientStats } from '../policies/targets/openai.ts';
 import { latencyQuantile, mergeLatency } from '../policies/targets/latency.ts';
 import { parseTargetSpec } from '../policies/targets/spec.ts';
 
-/** An endpoint target's client counters summed over its replicas. */
-export interface EndpointStats {
+/** The client counters that add up over replicas (the fields of OpenAIClientStats, policies/targets/openai.ts). */
+const SUMMED = ['calls', 'requests', 'retries', 'failures', 'timeouts', 'promptTokens', 'completionTokens', 'totalTokens'] as const;
+
+/**
+ * An endpoint target's client counters summed over its replicas: the summed fields of
+ * OpenAIClientStats, the most one replica had in flight, and latency quantiles.
+ */
+export interface EndpointStats extends Pick<OpenAIClientStats, (typeof SUMMED)[number] | 'maxInFlight'> {
   /** the target spec, `openai:<base-url>#<model>` */
   target: string;
   /** the served model (after `#` in the spec) */
   model: string;
   /** replica instances that reported (a restarted replica counts again: its counters began at 0) */
   replicas: number;
-  /** chat calls the harness made */
-  calls: number;
-  /** HTTP attempts sent (calls + retries) */
-  requests: number;
-  retries: number;
-  /** calls that failed in the end */
-  failures: number;
-  /** attempts that timed out */
-  timeouts: number;
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-  /** the most requests one replica had in flight at once */
-  maxInFlight: number;
   /** latencies of the attempts the server answered, ms (null when none were) */
   latencyMs: { count: number; p50: number | null; p99: number | null; mean: number | null; max: number | null };
 }
@@ -51,20 +44,12 @@ export function sumClientStats(target: string, replicas: readonly ClientStats[])
       return null;
     }
   })();
-  const add = (k: 'calls' | 'requests' | 'retries' | 'failures' | 'timeouts' | 'promptTokens' | 'completionTokens' | 'totalTokens') => replicas.reduce((a, r) => a + r[k], 0);
   const lat = mergeLatency(...replicas.map((r) => r.latency));
   return {
     target,
     model: t?.kind === 'openai' ? t.model : target,
     replicas: replicas.length,
-    calls: add('calls'),
-    requests: add('requests'),
-    retries: add('retries'),
-    failures: add('failures'),
-    timeouts: add('timeouts'),
-    promptTokens: add('promptTokens'),
-    completionTokens: add('completionTokens'),
-    totalTokens: add('totalTokens'),
+    ...(Object.fromEntries(SUMMED.map((k) => [k, replicas.reduce((a, r) => a + r[k], 0)])) as Record<(typeof SUMMED)[number], number>),
     maxInFlight: replicas.reduce((a, r) => Math.max(a, r.maxInFlight), 0),
     latencyMs: { count: lat.count, p50: round1(latencyQuantile(lat, 0.5)), p99: round1(latencyQuantile(lat, 0.99)), mean: round1(lat.count ? lat.sumMs / lat.count : null), max: round1(lat.count ? lat.maxMs : null) },
   };

@@ -224,11 +224,12 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
       }
       return out;
     };
-    // Δ on the batch and, with verifySeeds > 1, on the other seeds; null when it does not pass
-    const verify = async (patch: unknown, first?: { delta: number }): Promise<{ deltas: number[]; delta: number; r: Awaited<ReturnType<typeof rewardOf>> } | null> => {
+    // Δ on the batch and, with verifySeeds > 1, on the other seeds; null when it does not pass.
+    // A proposal counts toward the valid total once (its smaller versions under minimize do not)
+    const verify = async (patch: unknown, counted = true): Promise<{ deltas: number[]; delta: number; r: Awaited<ReturnType<typeof rewardOf>> } | null> => {
       const r = await rewardOf(o.cluster, { ...spec, patch, base }, { validate: o.validate ?? 'full' });
       if (!r.valid) return null;
-      if (first === undefined) {
+      if (counted) {
         valid++;
         sumValid += r.delta;
       }
@@ -256,7 +257,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
           for (let changed = true; changed; ) {
             changed = false;
             for (const part of patchParts(patch)) {
-              const w = await verify(part.without, v);
+              const w = await verify(part.without, false);
               if (w && w.delta >= v.delta) {
                 patch = part.without;
                 v = w;

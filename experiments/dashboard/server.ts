@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import type { Cluster } from '../../cluster/client.ts';
 import type { Heartbeat, LogRecord } from '../../cluster/protocol.ts';
 import { ConfigError } from '../../cluster/errors.ts';
-import { listEpisodes, listRuns, readEpisode, readRun, type EpisodeRef } from '../runs/index.ts';
+import { RUN_SEARCH_DEPTH, TRAIN_FILES, listEpisodes, listRuns, readEpisode, readJsonl, readRun, runKindOf, type EpisodeRef } from '../runs/index.ts';
 
 /** Ray's dashboard port, so a Ray user finds it where they look. @default 8265 */
 export const DEFAULT_DASHBOARD_PORT = 8265;
@@ -133,27 +133,18 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     return body;
   };
 
+  // a run's folder from its name (its path under runsDir, as listRuns names it), without listing every run per request:
+  // plain path segments only, no deeper than listRuns looks, a run folder with no run folder above it
   const runPath = (name: string): string => {
-    // only a run that listRuns finds: no path from the URL reaches the file system unchecked
-    const run = listRuns(runsDir).find((r) => r.name === name);
-    if (!run) throw new HttpError(404, `no run folder "${name}" under ${runsDir}`);
-    return run.path;
+    const parts = name.split('/');
+    const plain = parts.length <= RUN_SEARCH_DEPTH && parts.every((x) => x !== '' && x !== '.' && x !== '..' && !/[\\\0]/.test(x));
+    const dir = plain ? join(runsDir, ...parts) : '';
+    if (!plain || !runKindOf(dir) || parts.slice(0, -1).some((_, i) => runKindOf(join(runsDir, ...parts.slice(0, i + 1))))) throw new HttpError(404, `no run folder "${name}" under ${runsDir}`);
+    return dir;
   };
 
-  const trainingCurves = (path: string): unknown[] => {
-    const f = join(path, 'iterations.jsonl');
-    if (!existsSync(f)) return [];
-    return readFileSync(f, 'utf8')
-      .split('\n')
-      .filter((l) => l.trim())
-      .flatMap((l) => {
-        try {
-          return [JSON.parse(l) as unknown];
-        } catch {
-          return []; // a line being written
-        }
-      });
-  };
+  // a training run's iterations (a line being written is left out)
+  const trainingCurves = (path: string): unknown[] => readJsonl(join(path, TRAIN_FILES.iterations));
 
   const api = async (path: string, q: URLSearchParams): Promise<unknown> => {
     if (path === '/api/cluster') return clusterView();
@@ -193,7 +184,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'the dashboard only reads (GET)');
       if (path.startsWith('/api/')) return send(res, 200, TYPES['.json']!, JSON.stringify(await api(path, url.searchParams)));
       const file = assets.get(path);
-      if (file) return send(res, 200, TYPES[extname(file) === '.js' ? '.js' : extname(file)] ?? 'application/octet-stream', readFileSync(file));
+      if (file) return send(res, 200, TYPES[extname(file)] ?? 'application/octet-stream', readFileSync(file));
       const f = /^\/files\/([^/]+)\/(plots\/)?([^/]+)$/.exec(path);
       if (f) {
         const dir = runPath(decodeURIComponent(f[1]!));

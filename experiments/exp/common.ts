@@ -21,7 +21,7 @@ import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts'
 import { ExpError } from '../runner/errors.ts';
 import { ExpRun, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import { assertDisjoint, describeSet, type EpisodeSet } from '../../drivers/splits.ts';
-import { TRAIN_SPLITS_FILE, type TrainSplits } from '../train.ts';
+import { TRAIN_SPLITS_FILE, type TrainSplits } from '../train-plan.ts';
 import { getMethod, methodAvailable, type Method, type MethodOptions } from '../runner/methods.ts';
 import { makeProgress, type ProgressMode } from '../runner/progress.ts';
 import { formatEndpointStats } from '../../drivers/client-stats.ts';

@@ -3,9 +3,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExpError } from '../runner/errors.ts';
 import { writeTrainReport } from '../report/training.ts';
-import { trainPairs, type IterationLog } from '../train.ts';
+import { trainPairs } from '../train-plan.ts';
+import type { IterationLog } from '../train.ts';
 import type { EvalRow } from '../runner/evaluate.ts';
 import { RunDir, type RunMeta } from '../runner/run-dir.ts';
+import { readJsonl, runKindOf, TRAIN_FILES } from '../runs/index.ts';
 import { reportAblate } from './ablate.ts';
 import { reportCoevolve } from './coevolve.ts';
 import { writeReport, type Report } from './common.ts';
@@ -38,24 +40,11 @@ export interface TrainReportResult {
   files: { scalars: string; svg: string; png: string };
 }
 
-/** A train run folder (hr1 train): config.json and iterations.jsonl, no run.json. */
-function isTrainRun(dir: string): boolean {
-  return !existsSync(join(dir, 'run.json')) && existsSync(join(dir, 'config.json')) && existsSync(join(dir, 'iterations.jsonl'));
-}
-
 function trainReport(runDir: string, io: { stdout?: (text: string) => void }): TrainReportResult {
   const cfg = JSON.parse(readFileSync(join(runDir, 'config.json'), 'utf8')) as { env?: string; target?: string };
   const pairs = trainPairs({ env: cfg.env ?? 'alfworld', target: cfg.target ?? '' });
-  const iterations = readFileSync(join(runDir, 'iterations.jsonl'), 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .flatMap((l) => {
-      try {
-        return [JSON.parse(l) as IterationLog];
-      } catch {
-        return []; // a line being written
-      }
-    });
+  // a line being written is left out
+  const iterations = readJsonl<IterationLog>(join(runDir, TRAIN_FILES.iterations));
   const files = writeTrainReport(runDir, iterations, pairs);
   (io.stdout ?? ((s: string) => console.log(s)))(`hr1 report: ${runDir} (train run, ${iterations.length} iterations): ${files.svg}, ${files.png}, ${files.scalars}`);
   return { kind: 'train', runDir, iterations, files };
@@ -71,7 +60,7 @@ function trainReport(runDir: string, io: { stdout?: (text: string) => void }): T
  * if (r.kind === 'exp') console.log(r.rows.length);
  */
 export async function runReport(runDir: string, io: { stdout?: (text: string) => void } = {}): Promise<ExpReportResult | TrainReportResult> {
-  if (isTrainRun(runDir)) return trainReport(runDir, io);
+  if (runKindOf(runDir) === 'train') return trainReport(runDir, io);
   if (!existsSync(join(runDir, 'run.json'))) throw new ExpError('EXP_RUN_DIR', `${runDir} is not a run folder (no run.json, nor config.json with iterations.jsonl); pass a folder that hr1 exp or hr1 train wrote`, { data: { dir: runDir } });
   const run = new RunDir(runDir, { create: false });
   const meta = run.readMeta();

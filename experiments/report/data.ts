@@ -34,40 +34,37 @@ export function rowMean(r: EvalRow, metric: Metric): number {
   return s / r.outcomes.length;
 }
 
-/**
- * The mean intervention rate (executed actions the patch forced or rewritten, per episode) over
- * the episodes of these rows that recorded one; null when none did.
- */
-/** Mean hint tokens the patches added per model decision, over the episodes that recorded it; null when none did. */
-export function hintTokensPerDecision(rows: readonly EvalRow[]): number | null {
+/** The mean of one optional outcome field over the episodes of these rows that recorded it; null when none did. */
+function outcomeMean(rows: readonly EvalRow[], field: 4 | 5): number | null {
   let s = 0;
   let n = 0;
   for (const r of rows) {
     for (const o of r.outcomes) {
-      if (o[5] === undefined) continue;
-      s += o[5];
+      const v = o[field];
+      if (v === undefined) continue;
+      s += v;
       n++;
     }
   }
   return n > 0 ? s / n : null;
+}
+
+/**
+ * The mean intervention rate (executed actions the patch forced or rewritten, per episode) over
+ * the episodes of these rows that recorded one; null when none did.
+ */
+export function interventionRate(rows: readonly EvalRow[]): number | null {
+  return outcomeMean(rows, 4);
+}
+
+/** Mean hint tokens the patches added per model decision, over the episodes that recorded it; null when none did. */
+export function hintTokensPerDecision(rows: readonly EvalRow[]): number | null {
+  return outcomeMean(rows, 5);
 }
 
 /** The share of a method's units whose patch was valid (a unit without a patch counts as valid: it asked for none); null without rows. */
 export function validPatchRate(rows: readonly EvalRow[]): number | null {
   return rows.length ? rows.filter((r) => r.invalid === undefined).length / rows.length : null;
-}
-
-export function interventionRate(rows: readonly EvalRow[]): number | null {
-  let s = 0;
-  let n = 0;
-  for (const r of rows) {
-    for (const o of r.outcomes) {
-      if (o[4] === undefined) continue;
-      s += o[4];
-      n++;
-    }
-  }
-  return n > 0 ? s / n : null;
 }
 
 /** An intervention rate as a table cell: `12.5 %`, `—` when not recorded. */

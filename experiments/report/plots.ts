@@ -118,6 +118,34 @@ function stableIds(svg: string): string {
   });
 }
 
+/** A series' colour: its own, else its method's (the same in every chart), else the palette by position. */
+function colourOf(s: { colour?: string | undefined; method?: string | undefined }, i: number): string {
+  return s.colour ?? (s.method !== undefined ? methodColour(s.method) : PALETTE[i % PALETTE.length]!);
+}
+
+/** A chart's title, its legend under the axis labels, and a grid that leaves room for both. */
+function chartFrame(o: { title: string; subtitle?: string | undefined }, names: readonly string[], l: { width: number; height: number; labelLines: number; legendTop: number }, gridTop: number): Record<string, unknown> {
+  return {
+    title: { text: o.title, subtext: o.subtitle ?? '', left: 'center', textStyle: { fontSize: 14 } },
+    legend: legends(names, l.width, l.legendTop + 4),
+    grid: { left: 60, right: 20, top: gridTop, bottom: l.height - l.legendTop + 14 + l.labelLines * 14 },
+  };
+}
+
+/**
+ * The size of a chart over categories: wide enough for its title and legend, every category label
+ * wrapped to its band, and taller by a row for each legend row past the first and each extra label line.
+ */
+function categoryLayout(o: { title: string; subtitle?: string | undefined; categories: string[]; width?: number | undefined; height?: number | undefined }, names: readonly string[], defaultWidth: number, defaultHeight: number): { width: number; height: number; cats: string[]; labelLines: number; legendTop: number } {
+  const width = widthForTitle(o.title, o.subtitle, widthForLegend(names, o.width ?? defaultWidth));
+  const rows = legendLayout(names, width).rows;
+  const band = (width - 80) / Math.max(1, o.categories.length);
+  const cats = o.categories.map((c) => wrapLabel(c, band - 8));
+  const labelLines = Math.max(1, ...cats.map((c) => c.split('\n').length));
+  const height = (o.height ?? defaultHeight) + Math.max(0, rows - 1) * LEGEND_ROW + (labelLines - 1) * 14;
+  return { width, height, cats, labelLines, legendTop: height - 10 - rows * LEGEND_ROW };
+}
+
 export interface BarSeries {
   /** the legend label */
   name: string;
@@ -139,7 +167,6 @@ export function barChart(o: { title: string; subtitle?: string; categories: stri
   const k = o.scale ?? 100;
   const nS = o.series.length;
   const r = (x: number) => Math.round(x * k * 100) / 100;
-  const colourOf = (s: BarSeries, i: number) => s.colour ?? (s.method !== undefined ? methodColour(s.method) : PALETTE[i % PALETTE.length]!);
   const series: Record<string, unknown>[] = o.series.map((s, i) => ({ type: 'bar', name: s.name, itemStyle: { color: colourOf(s, i) }, data: s.values.map((v) => (v && Number.isFinite(v.mean) ? r(v.mean) : null)), barGap: '10%' }));
   o.series.forEach((s, si) => {
     series.push({
@@ -175,20 +202,10 @@ export function barChart(o: { title: string; subtitle?: string; categories: stri
     });
   });
   const names = o.series.map((s) => s.name);
-  const width = widthForTitle(o.title, o.subtitle, widthForLegend(names, o.width ?? Math.max(640, 120 + o.categories.length * (40 + 28 * nS))));
-  // the legend's rows under the axis labels; the chart grows by a row for each row past the first
-  const rows = legendLayout(names, width).rows;
-  // every category label shown, broken into lines that fit its band
-  const band = (width - 80) / Math.max(1, o.categories.length);
-  const cats = o.categories.map((c) => wrapLabel(c, band - 8));
-  const labelLines = Math.max(1, ...cats.map((c) => c.split('\n').length));
-  const height = (o.height ?? 420) + Math.max(0, rows - 1) * LEGEND_ROW + (labelLines - 1) * 14;
-  const legendTop = height - 10 - rows * LEGEND_ROW;
+  const { width, height, cats, labelLines, legendTop } = categoryLayout(o, names, Math.max(640, 120 + o.categories.length * (40 + 28 * nS)), 420);
   return render(
     {
-      title: { text: o.title, subtext: o.subtitle ?? '', left: 'center', textStyle: { fontSize: 14 } },
-      legend: legends(names, width, legendTop + 4),
-      grid: { left: 60, right: 20, top: 60, bottom: height - legendTop + 14 + labelLines * 14 },
+      ...chartFrame(o, names, { width, height, labelLines, legendTop }, 60),
       xAxis: { type: 'category', data: cats, axisLabel: { interval: 0 } },
       yAxis: { type: 'value', name: o.yName ?? '', nameTextStyle: { align: 'left' } },
       series,
@@ -217,7 +234,6 @@ export function stripChart(o: { title: string; subtitle?: string; categories: st
   const k = o.scale ?? 100;
   const nS = Math.max(1, o.series.length);
   const r = (x: number) => Math.round(x * k * 100) / 100;
-  const colourOf = (s: StripSeries, i: number) => s.colour ?? (s.method !== undefined ? methodColour(s.method) : PALETTE[i % PALETTE.length]!);
   // series si sits at category + its slot's offset; dots of one slot spread a little, in order (no randomness)
   const slot = (si: number) => (si + 0.5) / nS - 0.5;
   const series: Record<string, unknown>[] = [];
@@ -232,18 +248,10 @@ export function stripChart(o: { title: string; subtitle?: string; categories: st
     series.push({ type: 'scatter', name: s.name, symbol: 'rect', symbolSize: [Math.max(10, 120 / nS / Math.max(1, o.categories.length)), 3], itemStyle: { color: '#222' }, data: means, tooltip: { show: false } });
   });
   const names = o.series.map((s) => s.name);
-  const width = widthForTitle(o.title, o.subtitle, widthForLegend(names, o.width ?? Math.max(560, 120 + o.categories.length * (60 + 30 * nS))));
-  const rows = legendLayout(names, width).rows;
-  const band = (width - 80) / Math.max(1, o.categories.length);
-  const cats = o.categories.map((c) => wrapLabel(c, band - 8));
-  const labelLines = Math.max(1, ...cats.map((c) => c.split('\n').length));
-  const height = (o.height ?? 380) + Math.max(0, rows - 1) * LEGEND_ROW + (labelLines - 1) * 14;
-  const legendTop = height - 10 - rows * LEGEND_ROW;
+  const { width, height, cats, labelLines, legendTop } = categoryLayout(o, names, Math.max(560, 120 + o.categories.length * (60 + 30 * nS)), 380);
   return render(
     {
-      title: { text: o.title, subtext: o.subtitle ?? '', left: 'center', textStyle: { fontSize: 14 } },
-      legend: legends(names, width, legendTop + 4),
-      grid: { left: 60, right: 20, top: 72, bottom: height - legendTop + 14 + labelLines * 14 },
+      ...chartFrame(o, names, { width, height, labelLines, legendTop }, 72),
       // a value axis so dots can sit beside each other; labels and ticks only at the categories' centres
       xAxis: { type: 'value', min: -0.5, max: o.categories.length - 0.5, splitLine: { show: false }, axisTick: { customValues: cats.map((_, i) => i) }, axisLabel: { customValues: cats.map((_, i) => i), formatter: (v: number) => cats[Math.round(v)] ?? '' } },
       yAxis: { type: 'value', name: o.yName ?? '', nameTextStyle: { align: 'left' }, axisLine: { show: true, onZero: false } },

@@ -171,6 +171,10 @@ test.serial('dashboard - a busy port and a missing runs folder are clear errors,
     const r = await fetch(`${url}api/runs/exp-small/episode?method=vanilla`);
     t.is(r.status, 400);
     t.regex(((await r.json()) as { error: string }).error, /episode needs env=/);
+    // a name that climbs out of the runs folder, or names a folder that is no run, reaches nothing
+    for (const bad of ['..%2F..%2Fetc', 'exp-small%2F..%2F..', '%2Ftmp', 'exp-small%2Fplots']) t.is((await fetch(`${url}api/runs/${bad}`)).status, 404, bad);
+    t.is((await fetch(`${url}files/..%2F..%2Fetc/passwd`)).status, 404);
+    t.is((await fetch(`${url}api/runs/exp-small`)).status, 200);
   } finally {
     await stopAll([a]);
   }

@@ -1,0 +1,56 @@
+/**
+ * What a training run will train on, derivable from its config alone: the (env, target) pairs,
+ * every (task, episode seed) of its SFT batches, their verification seeds and its GRPO batches
+ * (kept apart: drivers/splits.ts), and the names of the files a run folder lists them in. Light on
+ * purpose: experiments and run-folder readers import it without the learner and the sampler.
+ */
+import type { EpisodeRef } from '../actors/target.ts';
+import { SEED_SPACES, VERIFY_SEED_STRIDE, assertDisjoint, makeBatches, type EpisodeSet } from '../drivers/index.ts';
+import { envDescriptor } from '../envs/registry.ts';
+import type { TrainConfig } from './train.ts';
+
+/** The (env, target) pairs a config trains on, in order. */
+export function trainPairs(cfg: Pick<TrainConfig, 'env' | 'target'>): { env: string; target: string }[] {
+  const envs = cfg.env.split(',').map((e) => e.trim());
+  const targets = cfg.target.split(',').map((x) => x.trim());
+  return envs.map((env, i) => ({ env, target: targets.length === 1 ? targets[0]! : targets[i]! }));
+}
+
+/** GRPO's candidates, one JSON line each: iteration, env, index, valid, Δ, patch hash and canonical patch. */
+export const TRAIN_CANDIDATES_FILE = 'candidates.jsonl';
+
+/** The file of a train run folder that lists every (task, seed) the run trains on. */
+export const TRAIN_SPLITS_FILE = 'splits.json';
+
+export interface TrainSplits {
+  kind: 'hr1-train-splits/1';
+  /** per env: its target and split, and the episodes of each purpose */
+  envs: Record<string, { target: string; split: string; sft: EpisodeRef[]; verify: EpisodeRef[]; grpo: EpisodeRef[] }>;
+}
+
+/** GRPO iteration `it`'s batch: its own seed range (SEED_SPACES.grpo), apart from the SFT batches. */
+export function grpoBatch(cfg: Pick<TrainConfig, 'seed' | 'batchSize'>, env: string, split: string, it: number): EpisodeRef[] {
+  return makeBatches(env, { count: 1, size: cfg.batchSize, split, seed: SEED_SPACES.grpo + cfg.seed * 1000 + it })[0]!;
+}
+
+/**
+ * Every (task, seed) a train config uses, per env: the SFT batches, their verification seeds and
+ * the GRPO batches; refused (SplitOverlapError) when two of them share a pair.
+ */
+export function trainSplits(cfg: TrainConfig): TrainSplits {
+  const envs: TrainSplits['envs'] = {};
+  const pairs = trainPairs(cfg);
+  const sets: EpisodeSet[] = [];
+  pairs.forEach(({ env, target }) => {
+    const split = cfg.split ?? envDescriptor(env).splits.train;
+    const sft = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split, seed: cfg.seed }).flat();
+    const verify = Array.from({ length: cfg.sft.verifySeeds - 1 }, (_, j) => sft.map((e) => ({ ...e, seed: e.seed + (j + 1) * VERIFY_SEED_STRIDE }))).flat();
+    const grpo: EpisodeRef[] = [];
+    for (let it = 1; it <= cfg.grpo.iterations; it++) if (pairs[(it - 1) % pairs.length]!.env === env) grpo.push(...grpoBatch(cfg, env, split, it));
+    envs[env] = { target, split, sft, verify, grpo };
+    sets.push({ name: 'SFT', env, episodes: [...sft, ...verify] }, { name: 'GRPO', env, episodes: grpo });
+  });
+  assertDisjoint(sets);
+  return { kind: 'hr1-train-splits/1', envs };
+}
+
