@@ -60,8 +60,25 @@ export type OnnxRef = z.infer<typeof OnnxRef>;
 
 const InfoSchema = z.looseObject({ device: z.string(), torch: z.string(), cuda: z.boolean(), pid: z.number(), step: z.number(), params: z.number(), restarts: z.number(), checkpoint: z.string().nullable(), lastOnnx: OnnxRef.nullable(), lastDeath: z.string().nullable() });
 
+/** An engineer in the Hugging Face layout (learner/hf.py): LoRA adapters by default, full weights with `full`. */
+const HfArgsSchema = z
+  .object({
+    /** the checkpoint folder: config.json, *.safetensors, tokenizer.json */
+    dir: z.string().min(1),
+    lora: z.object({ r: z.number().int().min(1).default(16), alpha: z.number().positive().default(32), dropout: z.number().min(0).max(1).default(0), targets: z.array(z.string()).min(1).optional() }).strict().nullable().default({ r: 16, alpha: 32, dropout: 0 }),
+    /** train every weight instead of adapters (then `lora` is ignored) */
+    full: z.boolean().default(false),
+    dtype: z.enum(['auto', 'float32', 'bfloat16']).default('auto'),
+    maxLen: z.number().int().min(2).optional(),
+  })
+  .strict();
+export type HfLearnerArgs = z.input<typeof HfArgsSchema>;
+
 const ArgsSchema = z.object({
-  model: ModelConfigSchema,
+  /** the built-in engineer's config; ignored when `hf` is given */
+  model: ModelConfigSchema.optional(),
+  /** an hf: engineer instead of the built-in one; updates are published as weights (safetensors) rather than ONNX */
+  hf: HfArgsSchema.optional(),
   optim: OptimSchema.optional(),
   seed: z.number().int().default(0),
   device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
@@ -121,9 +138,20 @@ async function restart(s: State): Promise<void> {
   s.restarts++;
   const proc = await LearnerProcess.start(procOptions(s.args, s.ctx));
   if (s.checkpoint) await proc.load({ path: s.checkpoint, device: s.args.device });
-  else await proc.init({ config: s.args.model, optim: s.args.optim ?? {}, seed: s.args.seed, device: s.args.device });
+  else await initModel(proc, s.args);
   s.proc = proc;
   watch(s);
+}
+
+/** A fresh model in a started process: the built-in engineer's init, or an hf: checkpoint's load. */
+async function initModel(proc: LearnerProcess, a: State['args']): Promise<void> {
+  if (a.hf) {
+    const h = a.hf;
+    await proc.hfLoad({ dir: h.dir, lora: h.full ? null : h.lora, full: h.full, device: a.device, dtype: h.dtype, seed: a.seed, optim: a.optim ?? {}, ...(h.maxLen ? { maxLen: h.maxLen } : {}) });
+    return;
+  }
+  if (!a.model) throw new Hr1Error<LearnerErrorCode>('LEARNER_BAD_ARGS', 'the learner needs a model: args.model (the built-in engineer) or args.hf (a Hugging Face-layout checkpoint)');
+  await proc.init({ config: a.model, optim: a.optim ?? {}, seed: a.seed, device: a.device });
 }
 
 /** Run one op on the live process: waits for a restart in progress; a death during the op rejects with LEARNER_DIED naming it. */
@@ -138,13 +166,27 @@ async function checkpoint(s: State): Promise<void> {
   s.checkpoint = path;
 }
 
+/**
+ * Publish the policy into the object store: the built-in engineer as ONNX (what EngineerSampler
+ * loads), an hf: engineer as the safetensors of its trainable weights (what HfSampler loads).
+ */
 async function exportOnnx(s: State, name?: string): Promise<OnnxRef> {
-  const path = join(s.dir, 'export.onnx');
-  const r = await s.proc.export({ path });
   const objects = (s.ctx.services as Cluster | undefined)?.objects;
   if (!objects) throw new Hr1Error<LearnerErrorCode>('NO_OBJECT_STORE', 'the learner has no object store: spawn it through a cluster node (ctx.services is the cluster client)');
-  const objName = name ?? `${s.args.objectPrefix}/step-${r.step}.onnx`;
-  await objects.put(objName, await readFile(path));
+  let r: { step: number; bytes: number; ms: number };
+  let objName: string;
+  if (s.args.hf) {
+    const t0 = performance.now();
+    const w = await s.proc.hfWeights();
+    r = { step: w.step, bytes: w.bytes.byteLength, ms: performance.now() - t0 };
+    objName = name ?? `${s.args.objectPrefix}/step-${r.step}.safetensors`;
+    await objects.put(objName, w.bytes);
+  } else {
+    const path = join(s.dir, 'export.onnx');
+    r = await s.proc.export({ path });
+    objName = name ?? `${s.args.objectPrefix}/step-${r.step}.onnx`;
+    await objects.put(objName, await readFile(path));
+  }
   if (!name) {
     s.exports = s.exports.filter((n) => n !== objName);
     s.exports.push(objName);
@@ -182,6 +224,8 @@ export const Learner = defineActor({
     /** export now; `name` puts it under that object name instead of `<prefix>/step-N.onnx` */
     export: { input: z.object({ name: z.string().optional() }), output: OnnxRef },
     save: { input: z.object({ path: z.string() }), output: z.object({ path: z.string(), bytes: z.number(), step: z.number(), ms: z.number() }) },
+    /** an hf: engineer in the Hugging Face layout: the PEFT adapter folder (LoRA) or config.json + model.safetensors (full) */
+    saveHf: { input: z.object({ dir: z.string() }), output: z.object({ files: z.array(z.string()), bytes: z.number() }) },
     load: { input: z.object({ path: z.string() }), output: z.object({ step: z.number(), onnx: OnnxRef.nullable() }) },
     info: { input: z.null(), output: InfoSchema },
   },
@@ -190,7 +234,7 @@ export const Learner = defineActor({
     const proc = await LearnerProcess.start(procOptions(args, ctx));
     try {
       if (args.resume) await proc.load({ path: args.resume, device: args.device });
-      else await proc.init({ config: args.model, optim: args.optim ?? {}, seed: args.seed, device: args.device });
+      else await initModel(proc, args);
     } catch (e) {
       await proc.kill();
       throw e;
@@ -217,6 +261,10 @@ export const Learner = defineActor({
     },
     export: (s, a) => op(s, () => exportOnnx(s, a.name)),
     save: (s, a) => op(s, (p) => p.save(a)),
+    saveHf: (s, a) => {
+      if (!s.args.hf) throw new Hr1Error<LearnerErrorCode>('LEARNER_BAD_ARGS', 'saveHf: this learner trains the built-in engineer; save it with save({path}) or export()');
+      return op(s, (p) => p.hfSave({ dir: a.dir }));
+    },
     load: async (s, a) => {
       const info = await op(s, (p) => p.load({ path: a.path, device: s.args.device }));
       return { step: info.step, onnx: await afterUpdate(s) };

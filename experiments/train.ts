@@ -1,7 +1,8 @@
 /**
- * `hr1 train`: the built-in engineer. Cold-start SFT on teacher proposals verified against the
- * frozen target, then GRPO: per iteration a batch, its failure packet, K sampled patches, their
- * rewards Δ_B on paired seeds, one learner update, a fresh ONNX export to the sampler.
+ * `hr1 train`: the engineer (built-in, or an hf: checkpoint; experiments/train-engineer.ts).
+ * Cold-start SFT on teacher proposals verified against the frozen target, then GRPO: per
+ * iteration a batch, its failure packet, K sampled patches, their rewards Δ_B on paired seeds, one
+ * learner update, the new policy published to the sampler (ONNX, or the hf: engineer's weights).
  */
 import { mkdirSync, writeFileSync, appendFileSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +13,6 @@ import type { Cluster } from '../cluster/client.ts';
 import { ConfigError, Hr1Error } from '../cluster/errors.ts';
 import { Rng } from '../cluster/rng.ts';
 import { describeIssues } from '../cluster/codec.ts';
-import { EngineerSampler } from '../actors/sampler.ts';
 // the samplers decode under the `patch` grammar, registered by this module (a node imports it through actors/index.ts)
 import '../actors/grammars.ts';
 import { Learner } from '../actors/learner.ts';
@@ -23,7 +23,8 @@ import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson, toPatch } from '../harness/index.ts';
 import { ValueModel, rankCandidates } from '../policies/scorer/index.ts';
 import { writeTrainReport, writeTrainScalars } from './report/training.ts';
-import { BOS_ID, DEFAULT_PROMPT_TOKENS, ENGINEER_VOCAB_SIZE, EOS_ID, MAX_COMPLETION_TOKENS, PATCH_LANG_VERSION, PAD_ID, engineerPromptTokens, packetNames, patchToTokens, tokensToPatch } from '../policies/engineer/patch-lang.ts';
+import { DEFAULT_PROMPT_TOKENS, MAX_COMPLETION_TOKENS, PATCH_LANG_VERSION, tokensToPatch } from '../policies/engineer/patch-lang.ts';
+import { engineerBackend, type SampledCompletion } from './train-engineer.ts';
 
 export const TrainConfigSchema = z
   .object({
@@ -69,6 +70,33 @@ export const TrainConfigSchema = z
       })
       .strict()
       .default({ iterations: 24, k: 8, temperature: 1.0, topP: 1.0, epsLow: 0.2, epsHigh: 0.28, klCoef: 0, updateIters: 2, lr: 1e-3 }),
+    /**
+     * the engineer: `builtin` (the project's small transformer over the patch language's own
+     * vocabulary) or `hf:DIR` (a decoder-only checkpoint in the Hugging Face layout: Llama, Qwen2,
+     * Qwen3; LoRA by default). Both write the patch language under its grammar.
+     */
+    engineer: z.string().default('builtin'),
+    /** options of an hf: engineer */
+    hf: z
+      .object({
+        /** LoRA adapters (rank, alpha, dropout, target modules); null trains every weight */
+        lora: z.object({ r: z.number().int().min(1).default(16), alpha: z.number().positive().default(32), dropout: z.number().min(0).max(1).default(0), targets: z.array(z.string()).min(1).optional() }).strict().nullable().default({ r: 16, alpha: 32, dropout: 0 }),
+        /** train every weight (same as lora: null) */
+        full: z.boolean().default(false),
+        /** bf16 on CUDA, fp32 on the CPU by default */
+        dtype: z.enum(['auto', 'float32', 'bfloat16']).default('auto'),
+        /** the packet's rendering is cut to fit this many prompt tokens (chat template included) */
+        promptTokens: z.number().int().min(256).default(1536),
+        /** tokenizer ids a patch may take (the grammar ends every sample in a valid patch within it) */
+        maxNewTokens: z.number().int().min(64).default(768),
+        maxLen: z.number().int().min(2).optional(),
+      })
+      .strict()
+      .default({ lora: { r: 16, alpha: 32, dropout: 0 }, full: false, dtype: 'auto', promptTokens: 1536, maxNewTokens: 768 }),
+    /** where the learner (and an hf: sampler) runs: auto takes CUDA when torch sees a GPU */
+    device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
+    /** the Python with torch for the learner (a GPU machine has its own). @default /usr/bin/python3 */
+    python: z.string().optional(),
     /** save a resumable checkpoint every N GRPO iterations */
     checkpointEvery: z.number().int().min(1).default(2),
     /**
@@ -146,9 +174,9 @@ export interface TrainResult {
   out: string;
   sft: { rows: number; representable: number; finalLoss: number | null };
   iterations: IterationLog[];
-  /** the engineer after GRPO */
+  /** the engineer after GRPO: engineer.onnx (built-in), or engineer.safetensors, its trainable weights (hf:; the PEFT-layout folder is engineer-hf/) */
   onnx: string;
-  /** the engineer after SFT only */
+  /** the engineer after SFT only (engineer-sft.onnx, or engineer-sft.safetensors and engineer-sft-hf/) */
   sftOnnx: string;
   checkpoint: string;
 }
@@ -165,16 +193,27 @@ interface ResumeState {
 }
 
 /**
- * Train the built-in engineer on `cluster` (in-process or across nodes). With `resume`, a run
+ * The part of a config that names a run (its folder, its resume check): the Python path never
+ * counts, the engineer's fields only for an hf: engineer, the device only when it is not `auto`; so
+ * a built-in engineer's run keeps the name it had before the hf: engineer existed.
+ */
+export function hashedConfig(cfg: TrainConfig): Record<string, unknown> {
+  const { python: _python, engineer, hf, device, ...rest } = cfg;
+  return { ...rest, ...(engineer !== 'builtin' ? { engineer, hf } : {}), ...(device !== 'auto' ? { device } : {}) };
+}
+
+/**
+ * Train the engineer (built-in, or hf:DIR) on `cluster` (in-process or across nodes). With `resume`, a run
  * folder that holds a checkpoint continues after its last checkpointed iteration; every
  * iteration's batch and sampling seed derive from (seed, iteration), so the updates that follow
  * are the ones the uninterrupted run makes (on the CPU).
  */
 export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l: string) => void = (l) => process.stderr.write(`${l}\n`), opts: { resume?: boolean } = {}): Promise<TrainResult> {
   const pairs = trainPairs(cfg);
+  const backend = engineerBackend(cfg);
   const splitOf = (env: string) => cfg.split ?? envDescriptor(env).splits.train;
   // the language version too: a checkpoint of another vocabulary cannot be resumed
-  const hash = createHash('sha256').update(canonicalJson({ cfg, lang: PATCH_LANG_VERSION })).digest('hex').slice(0, 10);
+  const hash = createHash('sha256').update(canonicalJson({ cfg: hashedConfig(cfg), lang: PATCH_LANG_VERSION })).digest('hex').slice(0, 10);
   const out = cfg.out ?? join('runs', `train-${pairs.map((p) => p.env).join('+')}-${hash}`);
   mkdirSync(join(out, 'checkpoints'), { recursive: true });
   // every (task, seed) this run trains on, checked apart (SFT vs GRPO) and kept for evaluations to check against
@@ -218,20 +257,24 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       partsDropped += ds.summary.partsDropped;
     }
     const ds = { rows };
-    const sftPairs = ds.rows.map((r) => ({ prompt: engineerPromptTokens(r.packet), completion: patchToTokens(r.patch, packetNames(r.packet)) })).filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
+    const sftPairs = ds.rows
+      .map((r) => {
+        const inp = backend.input(r.packet);
+        return { prompt: inp.ids, completion: backend.completion(r.patch, inp) };
+      })
+      .filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
     log(`  sft data: ${ds.rows.length} rows kept (${sftPairs.length} in the patch grammar), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}${partsDropped ? `, ${partsDropped} parts dropped by minimize` : ''}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     if (sftPairs.length === 0) log('  warning: no teacher proposal raised success on its batch (Δ > minDelta), so SFT has no data and GRPO starts from an untrained engineer; use more sft.batches or sft.k, or a lower sft.minDelta');
     // 2. the learner and a sampler
-    const learner = await cluster.spawn(Learner.options({ maxRestarts: 2 }), {
+    // on CUDA the learner goes to a node that offers a GPU (an hf: sampler takes the other half)
+    const learner = await cluster.spawn(Learner.options({ maxRestarts: 2, ...(cfg.device === 'cuda' ? { resources: { gpu: 0.5 } } : {}) }), {
       ...(resume ? { resume: resume.checkpoint } : {}),
-      exportOnUpdate: false,
-      model: { vocabSize: ENGINEER_VOCAB_SIZE, dModel: cfg.model.dModel, nLayers: cfg.model.nLayers, nHeads: cfg.model.nHeads, maxLen: cfg.model.maxLen, padId: PAD_ID, bosId: BOS_ID, eosId: EOS_ID },
-      optim: { lr: cfg.sft.lr },
+      ...backend.learnerArgs(cfg.sft.lr),
       seed: cfg.seed,
       checkpointDir: join(out, 'checkpoints'),
       objectPrefix: `engineer-${hash}`,
     });
-    const sampler = await cluster.spawn(EngineerSampler, { eosId: EOS_ID, maxLen: cfg.model.maxLen, grammar: 'patch' });
+    const sampler = await backend.spawnSampler(cluster);
     const validator = cfg.validator ? { validation: await ValueModel.fromPath(join(cfg.validator, 'validation.onnx')), reward: await ValueModel.fromPath(join(cfg.validator, 'reward.onnx')) } : undefined;
     if (validator) log(`  validator: ${cfg.validator} (sampling ${2 * cfg.grpo.k}, rerunning the best ${cfg.grpo.k} by predicted Δ)`);
     // 3. SFT epochs
@@ -251,11 +294,12 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       if (e % 10 === 0 || e === cfg.sft.epochs - 1) log(`  sft epoch ${e + 1}/${cfg.sft.epochs}: loss ${finalLoss.toFixed(4)}`);
     }
     let onnx = await learner.export({});
-    await sampler.load({ object: onnx.name });
+    await sampler.load(onnx.name);
     // the SFT-only engineer, kept for comparison with SFT+GRPO
-    const sftOnnx = join(out, 'engineer-sft.onnx');
+    const sftOnnx = join(out, backend.kind === 'hf' ? 'engineer-sft.safetensors' : 'engineer-sft.onnx');
     if (!resume) {
       writeFileSync(sftOnnx, await cluster.objects.get(onnx.name));
+      if (backend.kind === 'hf') await learner.saveHf({ dir: join(out, 'engineer-sft-hf') });
       const ck0 = await learner.save({ path: join(out, 'checkpoints', 'it-0.pt') });
       writeFileSync(stateFile, JSON.stringify({ iteration: 0, checkpoint: ck0.path, configHash: hash } satisfies ResumeState));
     } else log(`  resuming after GRPO iteration ${resume.iteration} from ${resume.checkpoint}`);
@@ -275,20 +319,21 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         write({ iteration: it, phase: 'grpo', env, meanDelta: 0, bestDelta: 0, validRate: 1, baseSuccess, ms: { rollout: msRollout0, total: performance.now() - tIt } });
         continue;
       }
-      const prompt = engineerPromptTokens(packet);
-      const names = packetNames(packet);
+      const input = backend.input(packet);
+      const prompt = input.ids;
+      const names = input.names;
       const tS = performance.now();
-      const sampled = await sampler.sample({ prompts: [prompt], k: validator ? 2 * cfg.grpo.k : cfg.grpo.k, temperature: cfg.grpo.temperature, topP: cfg.grpo.topP, maxNewTokens: MAX_COMPLETION_TOKENS, seed: cfg.seed * 100_003 + it });
+      const sampled = await sampler.sample(input, { k: validator ? 2 * cfg.grpo.k : cfg.grpo.k, temperature: cfg.grpo.temperature, topP: cfg.grpo.topP, seed: cfg.seed * 100_003 + it });
       const msSampling = performance.now() - tS;
-      const decodeAll = (cs: { ids: number[] }[]) =>
+      const decodeAll = (cs: SampledCompletion[]) =>
         cs.map((c) => {
           try {
-            return tokensToPatch(c.ids, names);
+            return tokensToPatch(c.grammar, names);
           } catch {
             return { rules: [{ hook: 'invalid' }] };
           }
         });
-      let group = sampled.completions[0]!;
+      let group = sampled;
       let patches: unknown[] = decodeAll(group);
       if (validator) {
         // keep the K the reward model ranks best; only those are rerun (the update sees only them)
@@ -333,7 +378,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         { timeout: '10m' },
       );
       onnx = await learner.export({});
-      await sampler.load({ object: onnx.name });
+      await sampler.load(onnx.name);
       const msUpdate = performance.now() - tU;
       const last = upd.iters[upd.iters.length - 1]!;
       const rec: IterationLog = {
@@ -359,10 +404,11 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       log(`  grpo ${it}/${cfg.grpo.iterations}${pairs.length > 1 ? ` (${env})` : ''}: mean Δ ${rec.meanDelta!.toFixed(3)}, best Δ ${rec.bestDelta!.toFixed(3)}, valid ${(rec.validRate! * 100).toFixed(0)}%, entropy ${rec.entropy!.toFixed(3)}, clip ${rec.clipFrac!.toFixed(3)}, KL ${rec.kl!.toFixed(4)} | rollout ${(msRollout0 / 1000).toFixed(1)}s sample ${(msSampling / 1000).toFixed(1)}s validate ${(msValidation / 1000).toFixed(1)}s update ${(msUpdate / 1000).toFixed(1)}s`);
     }
     const ck = await learner.save({ path: join(out, 'engineer.pt') });
-    const onnxPath = join(out, 'engineer.onnx');
+    const onnxPath = join(out, backend.kind === 'hf' ? 'engineer.safetensors' : 'engineer.onnx');
     writeFileSync(onnxPath, await cluster.objects.get(onnx.name));
+    if (backend.kind === 'hf') await learner.saveHf({ dir: join(out, 'engineer-hf') });
     await cluster.kill(learner).catch(() => {});
-    await cluster.kill(sampler).catch(() => {});
+    await sampler.kill();
     writeTrainReport(out, iterations, pairs);
     return { out, sft: { rows: ds.rows.length, representable: sftPairs.length, finalLoss }, iterations, onnx: onnxPath, sftOnnx, checkpoint: ck.path };
   } finally {

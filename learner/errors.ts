@@ -14,6 +14,7 @@ export type LearnerErrorCode =
   | 'LEARNER_PROTOCOL'
   | 'LEARNER_TIMEOUT'
   | 'LEARNER_GAVE_UP'
+  | 'LEARNER_BAD_ARGS'
   | 'NO_OBJECT_STORE';
 
 /** Codes of {@link SamplerError}. */

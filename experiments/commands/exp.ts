@@ -36,6 +36,11 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
     const resolved = exp.resolveExpMain(opts);
     // before a cluster starts for the engineers' training
     exp.expTargetOptions('main', resolved, [resolved.target]);
+    // llm-editor without an openai: engineer fails here, not after training the engineers
+    if (resolved.methods.includes('llm-editor')) {
+      const { llmEditorSettings } = await import('../runner/llm-editor.ts');
+      llmEditorSettings({ engineer: resolved.engineer, llmEditor: resolved.llmEditor });
+    }
     if (resolved.engineer || !trainEngineers || !resolved.methods.some(wantsEngineer)) {
       await exp.runExpMain(opts);
       return;

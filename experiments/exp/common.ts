@@ -23,6 +23,7 @@ import { ExpRun, episodesOf, testTasks, trainBatches, type EvalRow } from '../ru
 import { assertDisjoint, describeSet, type EpisodeSet } from '../../drivers/splits.ts';
 import { TRAIN_SPLITS_FILE, type TrainSplits } from '../train-plan.ts';
 import { getMethod, methodAvailable, type Method, type MethodOptions } from '../runner/methods.ts';
+import { LlmEditorSchema } from '../runner/llm-editor.ts';
 import { makeProgress, type ProgressMode } from '../runner/progress.ts';
 import { formatEndpointStats } from '../../drivers/client-stats.ts';
 import { RUN_FILES, RunDir, type RunMeta } from '../runner/run-dir.ts';
@@ -96,8 +97,10 @@ export const commonShape = {
       select: z.enum(['first', 'best-of-k'], { error: 'must be "first" or "best-of-k"' }).default(DEFAULT_EDITOR.select),
     })
     .prefault({}),
-  /** an engineer checkpoint/ONNX path for engineer methods */
+  /** an engineer checkpoint/ONNX path for engineer methods; `openai:<base-url>#<model>` for llm-editor */
   engineer: z.string().optional(),
+  /** the prompted LLM editor's settings (experiments/runner/llm-editor.ts); absent: its defaults */
+  llmEditor: LlmEditorSchema.optional(),
   bootstrap: z
     .strictObject({
       resamples: z.number().int().min(100, 'use at least 100 resamples').default(DEFAULT_BOOTSTRAP.resamples),
@@ -192,13 +195,15 @@ export interface ExpResult {
 }
 
 export function methodOptionsOf(o: CommonOptions): MethodOptions {
-  return { engineer: o.engineer, editor: o.editor };
+  return { engineer: o.engineer, editor: o.editor, ...(o.llmEditor ? { llmEditor: o.llmEditor } : {}) };
 }
 
 /** Look up methods and their availability for run.json. */
 export function methodsMeta(names: readonly string[], o: CommonOptions, path = 'methods'): { methods: Method[]; meta: RunMeta['methods'] } {
-  const methods = names.map((n, i) => getMethod(n, `${path}[${i}]`));
-  return { methods, meta: methods.map((m) => ({ name: m.name, kind: m.kind, label: m.label ?? m.name, ...(m.fixed ? { fixed: true } : {}), available: methodAvailable(m, methodOptionsOf(o)) })) };
+  // a method with settings is bound to the run's options here, before anything runs (it may refuse them)
+  const mo = methodOptionsOf(o);
+  const methods = names.map((n, i) => ((m) => (m.configure ? m.configure(mo) : m))(getMethod(n, `${path}[${i}]`)));
+  return { methods, meta: methods.map((m) => ({ name: m.name, kind: m.kind, label: m.label ?? m.name, ...(m.fixed ? { fixed: true } : {}), available: methodAvailable(m, mo), ...(m.settings ? { version: m.version ?? '', settings: m.settings } : {}) })) };
 }
 
 export function simulatedOf(targets: readonly string[]): string[] {

@@ -9,10 +9,19 @@ import { join } from 'node:path';
 import { baseRecords, rewardOf, type SftRow } from '../../drivers/index.ts';
 import { loadBuiltinEngineer } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
+import { isLlmEngineerSpec } from './llm-editor.ts';
 import type { Method, MethodOptions } from './methods.ts';
 
 /** Why an engineer row is empty when no engineer is given. */
 export const ENGINEER_MISSING = 'not available (engineer not trained: run hr1 train, then pass --engineer RUN_DIR)';
+/** Why a trained-engineer row is empty when `--engineer` names an LLM (`openai:…`, for llm-editor). */
+export const ENGINEER_IS_LLM = 'not available (--engineer names an LLM engineer, openai:…, which only llm-editor uses; a trained engineer needs --engineer RUN_DIR)';
+
+/** true when `--engineer` names a trained engineer's folder, else why not. */
+function trainedEngineer(o: MethodOptions, missing: string): true | string {
+  if (!o.engineer) return missing;
+  return isLlmEngineerSpec(o.engineer) ? ENGINEER_IS_LLM : true;
+}
 
 function modelPath(o: MethodOptions, env: string, file: string): string | undefined {
   if (!o.engineer) return undefined;
@@ -26,7 +35,7 @@ function engineerMethod(name: string, label: string, file: string): Method {
     label,
     kind: 'engineer',
     version: 'builtin-1',
-    available: (o) => (o.engineer ? true : ENGINEER_MISSING),
+    available: (o) => trainedEngineer(o, ENGINEER_MISSING),
     async propose(ctx) {
       const path = modelPath(ctx.options, ctx.env, file);
       if (!path) {
@@ -63,7 +72,7 @@ export const BEST_FIXED_PATCH: Method = {
   kind: 'engineer',
   version: 'best-fixed-1',
   fixed: true,
-  available: (o) => (o.engineer ? true : BEST_FIXED_MISSING),
+  available: (o) => trainedEngineer(o, BEST_FIXED_MISSING),
   async propose(ctx) {
     const file = modelPath(ctx.options, ctx.env, 'sft.jsonl');
     if (!file) throw new ExpError('EXP_METHOD_FAILED', `best-fixed-patch: no sft.jsonl for ${ctx.env} under ${ctx.options.engineer}; pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: 'best-fixed-patch', env: ctx.env } });

@@ -15,6 +15,7 @@ import { ExpError } from './errors.ts';
 import { configHash } from './config.ts';
 import type { TargetOptions } from '../../policies/targets/options.ts';
 import type { Method, MethodOptions } from './methods.ts';
+import { MethodProposal, type CandidatesRecord } from './best-of-k.ts';
 import type { Progress } from './progress.ts';
 import type { ResultRow, RunDir } from './run-dir.ts';
 
@@ -60,8 +61,10 @@ export interface EvalRow extends ResultRow {
   /** episodes that ended in an infra error; always 0, since rollout() re-runs them or fails (kept in the record format) */
   errors: number;
   outcomes: Outcome[];
-  /** the method's patch was not a valid patch: why (its episodes ran unpatched, as an invalid patch changes nothing) */
+  /** the method's patch was not a valid patch, or the method had none: why (its episodes ran unpatched, as an invalid patch changes nothing) */
   invalid?: string;
+  /** a best-of-K method's candidates for this unit (e.g. llm-editor): counts, Δ and issues of each */
+  candidates?: CandidatesRecord;
 }
 
 /** Test tasks of an env: its test splits, `tasks` of them (or all) in a seeded shuffle. */
@@ -171,7 +174,7 @@ export class ExpRun {
    * One evaluation unit: skipped when its key is in the run folder; otherwise the patch (from
    * `patch()`, which may propose from a packet) is rolled out on the test episodes and appended.
    */
-  async evalUnit(u: { key: string; label: string; env: string; target: string; method: string; packet: number | null; variant?: string; episodes: readonly EpisodeRef[]; patch: () => Promise<{ patch: unknown; packetHash: string | null }> }): Promise<EvalRow> {
+  async evalUnit(u: { key: string; label: string; env: string; target: string; method: string; packet: number | null; variant?: string; episodes: readonly EpisodeRef[]; patch: () => Promise<{ patch: unknown; packetHash: string | null; invalid?: string; candidates?: CandidatesRecord }> }): Promise<EvalRow> {
     const key = this.unitKeyOf(u.key);
     const have = this.run.get(key);
     if (have) {
@@ -182,17 +185,23 @@ export class ExpRun {
     const t0 = performance.now();
     this.progress.start(u.label, u.episodes.length);
     const hits0 = this.run.cache.hits;
-    const { patch, packetHash: ph } = await u.patch();
+    const { patch, packetHash: ph, invalid: noPatch, candidates } = await u.patch();
     // the unit's patch is validated and canonicalised here, once; the rollout and its actors get the parsed value.
     // An invalid one is scored as what it changes, nothing (the unpatched harness), and counted against the method's valid-patch rate
     let parsed: ReturnType<typeof parsedPatch> | null = null;
     let invalid: string | undefined;
-    try {
-      parsed = patch === null || patch === undefined ? null : parsedPatch(patch);
-    } catch (e) {
-      if (!(e instanceof HarnessError) || e.code !== 'HARNESS_BAD_PATCH') throw e;
-      invalid = e.message.slice(0, 500);
-      this.progress.log(`${u.label}: the patch is not valid, scored unpatched (${e.message.split('\n')[1]?.trim() ?? e.message})`);
+    if (noPatch !== undefined) {
+      // the method found no valid patch (e.g. every llm-editor candidate was invalid): scored and counted as an invalid patch is
+      invalid = noPatch.slice(0, 500);
+      this.progress.log(`${u.label}: no valid patch, scored unpatched (${invalid})`);
+    } else {
+      try {
+        parsed = patch === null || patch === undefined ? null : parsedPatch(patch);
+      } catch (e) {
+        if (!(e instanceof HarnessError) || e.code !== 'HARNESS_BAD_PATCH') throw e;
+        invalid = e.message.slice(0, 500);
+        this.progress.log(`${u.label}: the patch is not valid, scored unpatched (${e.message.split('\n')[1]?.trim() ?? e.message})`);
+      }
     }
     const records = await this.roll(u.env, u.target, parsed, u.episodes);
     const { outcomes, errors } = outcomesOf(records);
@@ -210,6 +219,7 @@ export class ExpRun {
       errors,
       outcomes,
       ...(invalid !== undefined ? { invalid } : {}),
+      ...(candidates ? { candidates } : {}),
     };
     this.run.append(row);
     this.ran++;
@@ -223,10 +233,10 @@ export class ExpRun {
    * A method's patch from a packet source (the vanilla train records it came from); fixed
    * methods, or a null source, get the empty packet, which they never read.
    */
-  async propose(m: Method, o: { env: string; target: string; source: PacketSource | null; seed: number; options: MethodOptions }): Promise<{ patch: unknown; packetHash: string | null }> {
+  async propose(m: Method, o: { env: string; target: string; source: PacketSource | null; seed: number; options: MethodOptions }): Promise<{ patch: unknown; packetHash: string | null; invalid?: string; candidates?: CandidatesRecord }> {
     const src = m.fixed ? null : o.source;
     try {
-      const patch = await m.propose({
+      const out = await m.propose({
         env: o.env,
         target: o.target,
         packet: src?.packet ?? EMPTY_PACKET,
@@ -239,7 +249,9 @@ export class ExpRun {
         ...(this.targetOptions.get(o.target) ? { targetOptions: { ...this.targetOptions.get(o.target)! } } : {}),
         options: o.options,
       });
-      return { patch, packetHash: src ? packetHash(src.packet) : null };
+      const ph = src ? packetHash(src.packet) : null;
+      if (!(out instanceof MethodProposal)) return { patch: out, packetHash: ph };
+      return { patch: out.patch, packetHash: ph, ...(out.info.invalid !== undefined ? { invalid: out.info.invalid } : {}), ...(out.info.candidates ? { candidates: out.info.candidates } : {}) };
     } catch (e) {
       if (e instanceof ExpError) throw e;
       throw new ExpError('EXP_METHOD_FAILED', `${m.name} failed to propose a patch for ${o.env} (${o.target}): ${(e as Error).message}`, { cause: e, data: { method: m.name, env: o.env } });

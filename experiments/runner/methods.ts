@@ -1,6 +1,7 @@
 /**
  * Methods: what maps a failure packet to a patch. Baselines ignore the packet and return a fixed
- * patch; the prompted editor is the teacher; the built-in engineer's two checkpoints
+ * patch; the prompted editor is the teacher (`llm-editor`, llm-editor.ts: an LLM at an
+ * OpenAI-compatible endpoint, best-of-K); the built-in engineer's two checkpoints
  * (`engineer-sft`, `engineer-grpo`, engineer-methods.ts) are built in too, and say why their rows
  * are empty while no `engineer` path is given. {@link registerMethod} adds or replaces methods.
  */
@@ -10,19 +11,22 @@ import type { EnvOptions } from '../../envs/registry.ts';
 import type { EpisodeRef } from '../../actors/index.ts';
 import type { EpisodeRecord } from '../../harness/index.ts';
 import { BASELINES } from '../../policies/targets/baselines.ts';
-import { rewardOf } from '../../drivers/index.ts';
 import { teacherPropose, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
 import { BEST_FIXED_PATCH, ENGINEER_MISSING, engineerMethods } from './engineer-methods.ts';
+import { scoreOnOwnBatch, type MethodProposal } from './best-of-k.ts';
+import { LLM_EDITOR, type LlmEditorInput } from './llm-editor.ts';
 
 export type MethodKind = 'baseline' | 'editor' | 'engineer';
 
 /** Options every method sees (from the experiment's config). */
 export interface MethodOptions {
-  /** an engineer checkpoint or ONNX file, for engineer methods (`--engineer PATH`) */
+  /** an engineer checkpoint or ONNX file, for engineer methods (`--engineer PATH`); `openai:<base-url>#<model>` for llm-editor */
   engineer?: string | undefined;
   /** the prompted editor: K proposals, and which one it submits */
   editor: { k: number; select: 'first' | 'best-of-k' };
+  /** the prompted LLM editor's settings (llm-editor.ts; its defaults where absent) */
+  llmEditor?: LlmEditorInput | undefined;
 }
 
 /** What `propose` gets: the packet and the train rollout it came from (never test episodes). */
@@ -56,8 +60,19 @@ export interface Method {
   fixed?: boolean;
   /** true, or the reason it cannot run now (shown in its row) */
   available?: (o: MethodOptions) => true | string;
-  /** a patch (any JSON the patch schema accepts) or null for the unpatched harness */
-  propose(ctx: MethodContext): Promise<unknown | null>;
+  /**
+   * The method bound to a run's options, called once before the run starts: it may refuse them
+   * (an ExpError naming the option) and returns a copy whose `version` covers the settings that
+   * decide its patches (so they key its units) and whose `settings` run.json records.
+   */
+  configure?(o: MethodOptions): Method;
+  /** the settings run.json records for this method (set by `configure`) */
+  settings?: Record<string, unknown>;
+  /**
+   * a patch (any JSON the patch schema accepts), null for the unpatched harness, or a
+   * {@link MethodProposal} (the patch with why it is invalid and its candidates, recorded with the row)
+   */
+  propose(ctx: MethodContext): Promise<unknown | null | MethodProposal>;
 }
 
 export { ENGINEER_MISSING };
@@ -79,22 +94,15 @@ export const PROMPTED_EDITOR: Method = {
     const props = teacherPropose(ctx.packet, { k: ctx.options.editor.k, seed: ctx.seed });
     if (props.length === 0) return null;
     if (ctx.options.editor.select === 'first' || props.length === 1) return props[0]!.patch;
-    let best = props[0]!.patch;
-    let bestDelta = -Infinity;
-    for (const p of props) {
-      const r = await rewardOf(ctx.cluster, { env: ctx.env, target: ctx.target, episodes: ctx.trainEpisodes, patch: p.patch, cache: ctx.cache, base: ctx.trainRecords, envOptions: ctx.envOptions, ...(ctx.targetOptions ? { targetOptions: ctx.targetOptions } : {}) });
-      if (r.valid && r.delta > bestDelta) {
-        bestDelta = r.delta;
-        best = p.patch;
-      }
-    }
-    return best;
+    const { best } = await scoreOnOwnBatch(ctx, props.map((p) => p.patch));
+    return props[best ?? 0]!.patch;
   },
 };
 
 /**
- * The built-in methods, in row order: the baselines, the prompted editor and the built-in
- * engineers. The registry starts as these, so every entry point sees the same methods.
+ * The built-in methods, in row order: the baselines, the prompted editors (the teacher, and an
+ * LLM behind an OpenAI-compatible endpoint: llm-editor.ts) and the built-in engineers. The
+ * registry starts as these, so every entry point sees the same methods.
  */
 export function builtinMethods(): Method[] {
   return [
@@ -102,6 +110,7 @@ export function builtinMethods(): Method[] {
     fixed('react', 'ReAct', BASELINES.react),
     fixed('self-refine', 'Self-Refine', BASELINES.selfRefine),
     PROMPTED_EDITOR,
+    LLM_EDITOR,
     BEST_FIXED_PATCH,
     ...engineerMethods(),
   ];

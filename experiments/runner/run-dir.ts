@@ -34,7 +34,16 @@ export interface RunMeta {
   targets: string[];
   simulated: string[];
   /** methods named by the config: kind, and whether they could run (a reason when not) */
-  methods: { name: string; kind: string; label: string; /** one patch for every packet (one unit per env and target) */ fixed?: boolean; available: true | string }[];
+  methods: {
+    name: string;
+    kind: string;
+    label: string;
+    /** one patch for every packet (one unit per env and target) */ fixed?: boolean;
+    available: true | string;
+    /** a configured method's version (it keys the method's units) and settings (e.g. llm-editor's endpoint and sampling) */
+    version?: string;
+    settings?: Record<string, unknown>;
+  }[];
   /** per env: the train and test splits and the number of test tasks */
   splits: Record<string, { train: string; test: string[]; testTasks: number; seeds: number[] }>;
   /**

@@ -37,6 +37,8 @@ export interface BackendRequest {
   max_tokens?: number | undefined;
   stop?: string | string[] | undefined;
   seed?: number | undefined;
+  /** the body's other fields, as sent (e.g. an extraBody's `chat_template_kwargs`); absent when none */
+  extra?: Record<string, unknown> | undefined;
 }
 
 /** A tool call a backend answers with; `arguments` may be an object (it is JSON-encoded). */
@@ -154,6 +156,9 @@ const RequestSchema = z
     seed: z.number().int().optional(),
   })
   .loose();
+
+/** the body fields the server reads; the others reach the backend as `extra` */
+const READ_FIELDS = new Set(['model', 'messages', 'stream', 'tools', 'tool_choice', 'temperature', 'top_p', 'max_tokens', 'stop', 'seed']);
 
 const ServerOptionsSchema = z.object({
   port: z.number().int().min(0).max(65535).optional(),
@@ -302,6 +307,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         stop: b.stop ?? undefined,
         seed: b.seed,
       };
+      const extra = Object.fromEntries(Object.entries(b).filter(([k]) => !READ_FIELDS.has(k)));
+      if (Object.keys(extra).length > 0) breq.extra = extra;
       let reply: BackendReply;
       try {
         reply = await opts.backend(breq);
