@@ -13,11 +13,10 @@ import { z } from 'zod';
 import { defineActor, type ActorContext } from '../cluster/actor.ts';
 import type { Cluster } from '../cluster/client.ts';
 import { LearnerProcess, SamplerError } from '../learner/index.ts';
-import { hfSpelling, ConstrainedRow } from '../policies/engineer/hf/index.ts';
+import { sampleConstrained } from '../policies/engineer/hf/index.ts';
 
 const Ids = z.array(z.array(z.number().int().min(0)));
 const CompletionSchema = z.object({ ids: z.array(z.number()), logprobs: z.array(z.number()), grammar: z.array(z.number()), finished: z.boolean() });
-export type HfCompletion = z.infer<typeof CompletionSchema>;
 
 const ArgsSchema = z.object({
   /** the checkpoint folder (config.json, *.safetensors, tokenizer.json): the same path on every node that runs a sampler */
@@ -51,41 +50,6 @@ async function loadObject(s: State, name: string, ctx: ActorContext): Promise<{ 
   return { source: s.source, bytes: bytes.byteLength, loadMs: performance.now() - t0 };
 }
 
-/**
- * Sample K completions per prompt under the patch grammar. `prompts` are tokenizer ids (the chat
- * template applied); `grammarPrompts` the built-in prompt tokens of the same packets (they tell the
- * grammar how many packet names `<ref:i>` exist).
- */
-export async function sampleConstrained(
-  proc: LearnerProcess,
-  dir: string,
-  a: { prompts: number[][]; grammarPrompts: number[][]; k: number; temperature: number; topP: number; maxNewTokens: number; seed: number },
-): Promise<HfCompletion[][]> {
-  const spelling = hfSpelling(dir);
-  const { session, rows: n } = await proc.hfDecodeStart({ prompts: a.prompts, k: a.k, seed: a.seed, temperature: a.temperature, topP: a.topP });
-  const rows = Array.from({ length: n }, (_, r) => new ConstrainedRow(spelling, a.grammarPrompts[Math.floor(r / a.k)]!, a.maxNewTokens));
-  const ids: number[][] = rows.map(() => []);
-  const lps: number[][] = rows.map(() => []);
-  try {
-    for (;;) {
-      const active = rows.flatMap((row, r) => (row.done ? [] : [r]));
-      if (active.length === 0) break;
-      const step = await proc.hfDecodeStep({ session, rows: active, allowed: active.map((r) => rows[r]!.allowed()) });
-      active.forEach((r, i) => {
-        const tok = step.tokens[i]!;
-        rows[r]!.push(tok);
-        ids[r]!.push(tok);
-        lps[r]!.push(step.logprobs[i]!);
-      });
-    }
-  } finally {
-    await proc.hfDecodeEnd({ session }).catch(() => {});
-  }
-  const out: HfCompletion[][] = a.prompts.map(() => []);
-  rows.forEach((row, r) => out[Math.floor(r / a.k)]!.push({ ids: ids[r]!, logprobs: lps[r]!, grammar: [...row.grammar], finished: row.done }));
-  return out;
-}
-
 export const HfSampler = defineActor({
   name: 'HfSampler',
   args: ArgsSchema,
@@ -98,7 +62,7 @@ export const HfSampler = defineActor({
         k: z.number().int().min(1).max(256).default(8),
         temperature: z.number().positive().default(1),
         topP: z.number().gt(0).max(1).default(1),
-        maxNewTokens: z.number().int().min(2).default(256),
+        maxNewTokens: z.number().int().min(2).default(1280),
         seed: z.number().int().default(0),
       }),
       output: z.object({ completions: z.array(z.array(CompletionSchema)), source: z.string().nullable(), ms: z.number() }),

@@ -85,14 +85,14 @@ export const TrainConfigSchema = z
         full: z.boolean().default(false),
         /** bf16 on CUDA, fp32 on the CPU by default */
         dtype: z.enum(['auto', 'float32', 'bfloat16']).default('auto'),
-        /** the packet's rendering is cut to fit this many prompt tokens (chat template included) */
-        promptTokens: z.number().int().min(256).default(1536),
-        /** tokenizer ids a patch may take (the grammar ends every sample in a valid patch within it) */
-        maxNewTokens: z.number().int().min(64).default(768),
+        /** the packet's rendering is cut to fit this many prompt tokens (chat template included; the fixed part, system message and names, is ~1–1.8k ids) */
+        promptTokens: z.number().int().min(256).default(3072),
+        /** tokenizer ids a patch may take (the grammar ends every sample in a valid patch within it; teacher patches reach ~1k Qwen ids, ~1.3k Llama ids) */
+        maxNewTokens: z.number().int().min(64).default(1280),
         maxLen: z.number().int().min(2).optional(),
       })
       .strict()
-      .default({ lora: { r: 16, alpha: 32, dropout: 0 }, full: false, dtype: 'auto', promptTokens: 1536, maxNewTokens: 768 }),
+      .default({ lora: { r: 16, alpha: 32, dropout: 0 }, full: false, dtype: 'auto', promptTokens: 3072, maxNewTokens: 1280 }),
     /** where the learner (and an hf: sampler) runs: auto takes CUDA when torch sees a GPU */
     device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
     /** the Python with torch for the learner (a GPU machine has its own). @default /usr/bin/python3 */

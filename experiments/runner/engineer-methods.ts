@@ -5,9 +5,10 @@
  * register them, whichever entry point (CLI or code) looks them up.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { baseRecords, rewardOf, type SftRow } from '../../drivers/index.ts';
 import { loadBuiltinEngineer } from '../../policies/engineer/index.ts';
+import { hfRunFile, proposeFromHfRun } from '../../policies/engineer/hf/index.ts';
 import { ExpError } from './errors.ts';
 import { isLlmEngineerSpec } from './llm-editor.ts';
 import type { Method, MethodOptions } from './methods.ts';
@@ -25,7 +26,9 @@ function trainedEngineer(o: MethodOptions, missing: string): true | string {
 
 function modelPath(o: MethodOptions, env: string, file: string): string | undefined {
   if (!o.engineer) return undefined;
-  for (const p of [join(o.engineer, env, file), join(o.engineer, file)]) if (existsSync(p)) return p;
+  // an hf: engineer's run holds engineer(-sft).safetensors where a built-in one holds the .onnx
+  const alt = file.replace(/\.onnx$/, '.safetensors');
+  for (const d of [join(o.engineer, env), o.engineer]) for (const f of [file, alt]) if (existsSync(join(d, f))) return join(d, file);
   return undefined;
 }
 
@@ -41,6 +44,9 @@ function engineerMethod(name: string, label: string, file: string): Method {
       if (!path) {
         throw new ExpError('EXP_METHOD_FAILED', `${name}: no ${file} for ${ctx.env} under ${ctx.options.engineer} (expected ${join(ctx.options.engineer ?? '?', ctx.env, file)} or ${join(ctx.options.engineer ?? '?', file)}); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: name, env: ctx.env } });
       }
+      // an hf: engineer's run (engineer.safetensors beside config.json): its greedy patch through the torch sampler
+      const hf = hfRunFile(dirname(path), file);
+      if (hf) return proposeFromHfRun(dirname(path), hf, ctx.packet);
       // greedy: the engineer's single best patch for this packet
       const [patch] = await loadBuiltinEngineer(path).propose(ctx.packet, { temperature: 0 });
       return patch ?? null;

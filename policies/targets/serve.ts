@@ -368,6 +368,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     send(res, 404, errorBody(`no route ${req.method} ${path}; hr1 serve answers POST /v1/chat/completions and GET /v1/models`, 'invalid_request_error', 'unknown_url'));
   });
 
+  // an idle keep-alive socket stays open a minute (Node's default is 5 s): a client that reuses one
+  // just as the server closes it gets ECONNRESET, which a busy machine made happen between calls
+  server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
       reject(new ServeError('SERVE_LISTEN', `cannot listen on ${host}:${opts.port ?? 0}: ${e.code ?? e.message}; choose another --port`, { cause: e })),

@@ -14,3 +14,5 @@
 export { loadHfTokenizer, TURN_END_TOKENS, type HfTokenizer, type ChatTurn } from './tokenizer.ts';
 export { HfSpelling, ConstrainedRow, hfSpelling, type SpellingTokenizer, type SpellingStats } from './spelling.ts';
 export { hfEngineerMessages, hfPromptIds, HF_SYSTEM_PROMPT, DEFAULT_HF_PROMPT_TOKENS } from './prompt.ts';
+export { sampleConstrained, type HfCompletion } from './sample.ts';
+export { proposeFromHfRun, hfRunFile } from './engineer.ts';

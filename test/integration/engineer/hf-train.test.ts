@@ -9,6 +9,8 @@ import { engineerBackend, parseEngineerSpec } from '../../../experiments/train-e
 import { engineerInit } from '../../../experiments/commands/engineer.ts';
 import { parseLoraOption } from '../../../experiments/commands/train.ts';
 import { readPatch } from '../../../harness/index.ts';
+import { parsePacket } from '../../../policies/engineer/index.ts';
+import { hfRunFile, proposeFromHfRun } from '../../../policies/engineer/hf/index.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'hr1-hf-train-'));
 test.after.always(() => rmSync(root, { recursive: true, force: true }));
@@ -57,9 +59,9 @@ test.serial('train --engineer hf: - SFT then two GRPO iterations on a learned ta
     target: 'lm/alf-xs-192-a@tiny',
     batchSize: 4,
     // the tiny target wins nothing, so no teacher patch has Δ > 0: keep them all (the machinery, not the data)
-    sft: { batches: 2, k: 3, epochs: 2, batchSize: 4, lr: 3e-3, minDelta: -1 },
-    grpo: { iterations: 2, k: 3, lr: 1e-3 },
-    hf: { lora: { r: 4, alpha: 8 }, promptTokens: 1280, maxNewTokens: 192 },
+    sft: { batches: 1, k: 3, epochs: 2, batchSize: 4, lr: 3e-3, minDelta: -1 },
+    grpo: { iterations: 2, k: 2, updateIters: 1, lr: 1e-3 },
+    hf: { lora: { r: 4, alpha: 8 }, promptTokens: 1400, maxNewTokens: 160 },
     device: 'cpu',
     out,
   });
@@ -89,6 +91,13 @@ test.serial('train --engineer hf: - SFT then two GRPO iterations on a learned ta
       t.true(safetensorsKeys(join(out, d, 'adapter_model.safetensors')).some((k) => k.endsWith('lora_A.weight')));
     }
     t.true(existsSync(r.onnx) && r.onnx.endsWith('engineer.safetensors'));
+    // hr1 exp's engineer rows read the run: the greedy patch for a packet, through the torch sampler
+    const packet = parsePacket(JSON.parse(readFileSync('test/fixtures/packets/alfworld-lm.json', 'utf8')));
+    t.is(hfRunFile(out, 'engineer.onnx'), r.onnx);
+    const a = await proposeFromHfRun(out, r.onnx, packet);
+    const b = await proposeFromHfRun(out, r.onnx, packet);
+    t.true(readPatch(a).ok, 'the greedy patch is valid');
+    t.deepEqual(a, b, 'greedy decoding is deterministic');
   } finally {
     await rt.shutdown();
   }

@@ -110,7 +110,8 @@ test('openai engineer - a real local server: a valid JSON patch is a candidate, 
   ]);
   const server = await startServer({ backend });
   try {
-    const eng = openAIEngineerFromSpec(`openai:${server.url}#editor`, { client: { maxRetries: 0 } });
+    // one call at a time: the scripted backend answers in arrival order (parallel calls: test/integration/engineer/llm-editor.test.ts)
+    const eng = openAIEngineerFromSpec(`openai:${server.url}#editor`, { concurrency: 1, client: { maxRetries: 0 } });
     const p = packet();
     const c = await eng.propose(p, { k: 3, seed: 5 });
     t.is(c.length, 3);
