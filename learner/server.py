@@ -459,6 +459,10 @@ class Learner:
             "rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         }
+        return self._write_checkpoint(path, state, t0)
+
+    def _write_checkpoint(self, path, state, t0):
+        """Write atomically (a .tmp file, then rename): a crash mid-write leaves the old checkpoint."""
         tmp = path + ".tmp"
         torch.save(state, tmp)
         os.replace(tmp, path)
@@ -886,10 +890,7 @@ class Learner:
             "rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         }
-        tmp = path + ".tmp"
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-        return {"path": path, "bytes": os.path.getsize(path), "step": self.step, "ms": (time.perf_counter() - t0) * 1e3}
+        return self._write_checkpoint(path, state, t0)
 
     def _hf_load_checkpoint(self, path, state, device):
         o = state["hf"]
