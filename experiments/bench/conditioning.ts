@@ -16,6 +16,7 @@ import { EpisodeCache, makeBatches, rewardOf, rollout } from '../../drivers/inde
 import { canonicalJson, patchHash, toPatch } from '../../harness/index.ts';
 import type { EpisodeRecord } from '../../harness/types.ts';
 import { FINDING_KINDS, extractPacket, loadBuiltinEngineer, teacherForFinding, teacherPropose, type Packet } from '../../policies/engineer/index.ts';
+import { hfRunFile, proposeFromHfRun } from '../../policies/engineer/hf/index.ts';
 import { envDescriptor } from '../../envs/registry.ts';
 import { bootstrapGroups, type Interval } from '../report/bootstrap.ts';
 import { countProgress, type ProgressMode } from '../runner/progress.ts';
@@ -99,6 +100,9 @@ function proposer(spec: string, seed: number): Proposer {
     }
     return async () => patch;
   }
+  // an hf: engineer's run folder: its greedy patch through the torch sampler
+  const hf = spec.endsWith('.onnx') ? null : hfRunFile(spec, 'engineer.onnx');
+  if (hf) return (p) => proposeFromHfRun(spec, hf, p);
   const path = spec.endsWith('.onnx') ? spec : join(spec, 'engineer.onnx');
   const eng = loadBuiltinEngineer(path);
   return async (p) => (await eng.propose(p, { temperature: 0 }))[0] ?? null;
