@@ -75,6 +75,8 @@ export interface ZooConfig {
   synthGoals?: number;
   /** DBBench: the share of synthetic tasks with renamed tables, columns and values (dbbench/synth.ts). @default 0 */
   rename?: number;
+  /** DBBench: the synthetic tasks' question templates, 'wide' adding the training split's request styles (dbbench/synth.ts). @default 'base' */
+  phrasing?: 'base' | 'wide';
   /** ALFWorld: the share of teacher episodes recorded with renumbered instances (renumber.ts). @default 0 */
   renumber?: number;
   /**
@@ -184,6 +186,9 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'db-s-384-vrt', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 1600, seed: 1, maxNewTokens: 96, rename: 0.7, slots: 'values', rope: true, tokenShift: true, note: 'name and value slots, RoPE, token shift (control: db-s-384-srt)' },
   { name: 'db-s-384-vrt-b', envs: db, ...size.s, maxLen: 384, episodes: 3000, steps: 1600, seed: 2, maxNewTokens: 96, rename: 0.7, slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vrt with seed 2' },
   { name: 'db-s-384-vrt-da', envs: db, ...size.s, maxLen: 384, episodes: 1000, steps: 800, seed: 11, base: 'db-s-384-vrt', dagger: 1500, maxNewTokens: 96, rename: 0.7, slots: 'values', note: 'db-s-384-vrt trained further on 1,500 DAgger episodes (synthetic tasks) and 1,000 teacher episodes' },
+  { name: 'db-s-384-vwrt', envs: db, ...size.s, maxLen: 384, episodes: 6000, steps: 1600, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vrt with the wide phrasings and 2× the episodes' },
+  { name: 'db-s-384-vwrt-b', envs: db, ...size.s, maxLen: 384, episodes: 6000, steps: 1600, seed: 2, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt with seed 2' },
+  { name: 'db-s-384-vwrt-c', envs: db, ...size.s, maxLen: 384, episodes: 6000, steps: 1600, seed: 3, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt with seed 3' },
   { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
   { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
 ] satisfies ZooConfig[]);
@@ -209,7 +214,7 @@ export function knownZoo(): readonly ZooConfig[] {
 }
 
 /** A config with defaults filled, the tiny budget applied, and its hash. */
-export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift' | 'dagger'>> {
+export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift' | 'dagger' | 'phrasing'>> {
   /** set only when on (as slots) */
   dagger?: number;
   /** set only when on (as slots) */
@@ -226,6 +231,8 @@ export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note'
   compactRoom?: true;
   /** set only when 'span' (as slots) */
   query?: 'span';
+  /** set only when 'wide' (as slots) */
+  phrasing?: 'wide';
   /** set only when on (as slots); a variant keeps its base's */
   rope?: true;
   /** set only when on (as slots); a variant keeps its base's */
@@ -263,6 +270,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     ...(c.elide ? { elide: c.elide } : {}),
     ...(c.compactRoom ? { compactRoom: true as const } : {}),
     ...(c.query === 'span' ? { query: 'span' as const } : {}),
+    ...(c.phrasing === 'wide' ? { phrasing: 'wide' as const } : {}),
     ...((base ? base.rope : c.rope) ? { rope: true as const } : {}),
     ...((base ? base.tokenShift : c.tokenShift) ? { tokenShift: true as const } : {}),
     ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}),
@@ -404,7 +412,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   // DAgger: the base model plays, the teacher labels (served from the base's build)
   const student = c.dagger && c.base ? await (await import('./model.ts')).lmModel(c.base.id, { ...(o.dir ? { dir: o.dir } : {}), ...(o.zoo ? { zoo: o.zoo } : {}) }) : null;
   try {
-    for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}), ...(c.query ? { query: c.query } : {}), ...(student ? { student, studentEpisodes: c.dagger } : {}) })));
+    for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}), ...(c.query ? { query: c.query } : {}), ...(c.phrasing ? { phrasing: c.phrasing } : {}), ...(student ? { student, studentEpisodes: c.dagger } : {}) })));
   } finally {
     await student?.release();
   }

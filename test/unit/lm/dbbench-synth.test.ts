@@ -100,10 +100,30 @@ test('dbbench synth - renaming: many table names, new headers and values, legal 
 });
 
 test('dbbench synth - bad options are typed errors', async (t) => {
-  for (const bad of [() => synthTasks(new Rng(1), -1), () => synthTasks(new Rng(1), 3, { weights: { other: -1 } }), () => synthTasks(new Rng(1), 3, { tables: [] }), () => synthTasks(new Rng(1), 3, { rename: 1.5 })]) {
+  for (const bad of [() => synthTasks(new Rng(1), -1), () => synthTasks(new Rng(1), 3, { weights: { other: -1 } }), () => synthTasks(new Rng(1), 3, { tables: [] }), () => synthTasks(new Rng(1), 3, { rename: 1.5 }), () => synthTasks(new Rng(1), 3, { phrasing: 'long' as never })]) {
     const e = await t.throwsAsync(bad());
     t.true(isLmTargetError(e) && e.code === 'LM_BAD_OPTION', String(e));
   }
+});
+
+test('dbbench synth - wide phrasings: the training split\'s request styles, same answers, the teacher wins them; base is the default and unchanged', async (t) => {
+  const base = await synthTasks(new Rng('wide:1'), 40, { rename: 0.7 });
+  t.deepEqual(await synthTasks(new Rng('wide:1'), 40, { rename: 0.7, phrasing: 'base' }), base);
+  const wide = await synthTasks(new Rng('wide:1'), 160, { rename: 0.7, phrasing: 'wide' });
+  // styles only wide draws: quoted columns with `'v' for 'C'`, values named in column order, a row named by its first column alone
+  const baseTexts = (await synthTasks(new Rng('wide:2'), 160, { rename: 0.7 })).map((x) => x.description);
+  const styles = [/ for '[^']+'/, /respectively|with the following values|with \d+ columns/, /^Change .+'s |^Change the .+ of (?!the row)/];
+  for (const re of styles) {
+    t.true(wide.some((x) => re.test(x.description)), `wide draws ${re}`);
+    t.false(baseTexts.some((x) => re.test(x)), `base never draws ${re}`);
+  }
+  // an UPDATE that names its row by value alone sets the row found by the table's first column
+  const unnamed = wide.filter((x) => x.type === 'UPDATE' && !/ where | with '| for the .+ \S+\.$| with .+ (?:as|equal to) /i.test(x.description) && x.label[0]!.includes(`WHERE \`${x.columns[0]}\``));
+  t.true(unnamed.length > 0);
+  let won = 0;
+  for (const x of wide) if ((await runEpisode(dbbenchEnv(x), { model: teacherModel(x), seed: 0 })).outcome.won) won++;
+  t.log(`teacher on wide phrasings ${won}/${wide.length}; e.g. ${wide.filter((x) => x.type === 'INSERT').slice(0, 2).map((x) => x.description).join(' | ')}`);
+  t.true(won >= 0.98 * wide.length);
 });
 
 test('dbbench teacher - wins the synthetic tasks through the real env, also through the tokenizer and the renderer', async (t) => {

@@ -36,6 +36,8 @@ test('user zoo - bad entries are LM_BAD_CONFIG naming the file, the entry and th
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, compactRoom: true }').replace('envs: [alfworld], dModel', 'envs: [webshop], dModel')), /zoo\[0\] \(my-alf\)\.compactRoom: the compact room listing is for ALFWorld/);
   t.regex(err(ok.replace('seed: 7 }', "seed: 7, slots: values }").replace('envs: [alfworld], dModel', 'envs: [webshop], dModel')), /zoo\[0\] \(my-alf\)\.slots: 'values' slots are DBBench's/);
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, slots: names }')), /zoo\[0\] \(my-alf\)\.slots: /);
+  t.regex(err(ok.replace('seed: 7 }', 'seed: 7, phrasing: wide }')), /zoo\[0\] \(my-alf\)\.phrasing: the synthetic tasks' phrasing is for DBBench/);
+  t.regex(err(ok.replace('seed: 7 }', 'seed: 7, phrasing: long }')), /zoo\[0\] \(my-alf\)\.phrasing: /);
   t.regex(err(ok.replace('seed: 8 }', 'seed: 8, rope: true }')), /zoo\[1\] \(my-alf-ft\)\.rope: true differs from its base's false/);
   t.regex(err('zoo: [ {name: a'), /^my\.yaml: not YAML/);
   t.regex(err('models: []'), /^my\.yaml: a zoo file is `zoo: \[entries\]`/);

@@ -203,7 +203,7 @@ function pickOther(rng: Rng, xs: readonly number[], not: number): number | null 
   return ys.length > 0 ? rng.pick(ys) : null;
 }
 
-function draftLookup(rng: Rng, t: SynthTable): Draft | null {
+function draftLookup(rng: Rng, t: SynthTable, wide = false): Draft | null {
   const keys = valueCols(t).filter((c) => uniqueRows(t, c).length > 0);
   if (keys.length === 0) return null;
   const y = rng.pick(keys);
@@ -220,6 +220,7 @@ function draftLookup(rng: Rng, t: SynthTable): Draft | null {
     `Tell me the ${said(rng, X)} for the ${said(rng, Y)} ${v}.`,
     `Name the ${said(rng, X)} for ${said(rng, Y)} of ${v}`,
     `what is the ${said(rng, X)} if ${said(rng, Y)} is ${v}?`,
+    ...(wide ? WIDE_LOOKUP.map((f) => f(said(rng, X), said(rng, Y), v, t.name)) : []),
   ];
   return { type: 'other', description: rng.pick(templates), sql: `SELECT ${bt(X)} FROM ${bt(t.name)} WHERE ${bt(Y)} = ${q(v)};` };
 }
@@ -319,7 +320,7 @@ function newValue(rng: Rng, t: SynthTable, c: number, not: string | null): strin
   return pool.length > 0 ? rng.pick(pool) : null;
 }
 
-function draftInsert(rng: Rng, t: SynthTable): Draft | null {
+function draftInsert(rng: Rng, t: SynthTable, wide = false): Draft | null {
   if (t.columns.length > 7) return null;
   const vals: string[] = [];
   for (let c = 0; c < t.columns.length; c++) {
@@ -338,14 +339,17 @@ function draftInsert(rng: Rng, t: SynthTable): Draft | null {
     `Add a record to ${t.name} with ${list((c, v) => `${c} '${v}'`)}.`,
     `Insert into ${t.name} (${t.columns.join(', ')}) values (${vals.map(q).join(', ')}).`,
     `A new entry has ${list((c, v) => `${c} ${v}`)}. Insert it into the table.`,
+    ...(wide ? wideInserts(rng, t, pairs, vals) : []),
   ];
   return { type: 'INSERT', description: rng.pick(templates), sql: `INSERT INTO ${bt(t.name)} VALUES (${vals.map(q).join(', ')});` };
 }
 
-function draftUpdate(rng: Rng, t: SynthTable): Draft | null {
+function draftUpdate(rng: Rng, t: SynthTable, wide = false): Draft | null {
   const keys = valueCols(t).filter((c) => uniqueRows(t, c).length > 0);
   if (keys.length === 0) return null;
-  const y = rng.pick(keys);
+  // wide: half the time the row is named by its first column's (text) value alone, as real requests do
+  const unnamed = wide && keys.includes(0) && !numericCols(t).includes(0) && rng.chance(0.5);
+  const y = unnamed ? 0 : rng.pick(keys);
   const a = pickOther(rng, t.columns.map((_c, i) => i), y);
   if (a === null) return null;
   const row = t.rows[rng.pick(uniqueRows(t, y))]!;
@@ -354,13 +358,66 @@ function draftUpdate(rng: Rng, t: SynthTable): Draft | null {
   const A = t.columns[a]!;
   const Y = t.columns[y]!;
   const v = row[y]!;
-  const templates = [
-    `Update the ${said(rng, A)} to ${x} where the ${said(rng, Y)} is ${v}.`,
-    `Change the ${said(rng, A)} of the row with ${said(rng, Y)} ${v} to '${x}'.`,
-    `In the ${t.name} table, set ${said(rng, A)} to '${x}' for ${said(rng, Y)} ${v}.`,
-    `Modify the record where ${said(rng, Y)} is '${v}': the ${said(rng, A)} should be '${x}'.`,
-  ];
+  const templates = unnamed
+    ? WIDE_UPDATE_UNNAMED.map((f) => f(said(rng, A), x, v, tableSaid(rng, t.name)))
+    : [
+        `Update the ${said(rng, A)} to ${x} where the ${said(rng, Y)} is ${v}.`,
+        `Change the ${said(rng, A)} of the row with ${said(rng, Y)} ${v} to '${x}'.`,
+        `In the ${t.name} table, set ${said(rng, A)} to '${x}' for ${said(rng, Y)} ${v}.`,
+        `Modify the record where ${said(rng, Y)} is '${v}': the ${said(rng, A)} should be '${x}'.`,
+        ...(wide ? WIDE_UPDATE.map((f) => f(said(rng, A), x, said(rng, Y), v, tableSaid(rng, t.name))) : []),
+      ];
   return { type: 'UPDATE', description: rng.pick(templates), sql: `UPDATE ${bt(t.name)} SET ${bt(A)} = ${q(x)} WHERE ${bt(Y)} = ${q(v)};` };
+}
+
+// ---------------------------------------------------------------- wide phrasings (SynthOptions.phrasing)
+
+/** a table as a request names it: as is, quoted, or with "table" / "database" */
+function tableSaid(rng: Rng, name: string): string {
+  return rng.pick([name, `'${name}'`, `the ${name} table`, `the '${name}' table`, `the ${name} database`]);
+}
+
+const WIDE_LOOKUP: readonly ((x: string, y: string, v: string, t: string) => string)[] = [
+  (x, y, v) => `What is the ${x} that has a ${y} listed as ${v}?`,
+  (x, y, v) => `What was the ${x} when the ${y} was ${v}?`,
+  (x, y, v, t) => `In the ${t} table, what is the ${x} of the entry whose ${y} is '${v}'?`,
+  (x, y, v) => `${y} of ${v} has what ${x}?`,
+];
+
+const WIDE_UPDATE: readonly ((a: string, x: string, y: string, v: string, t: string) => string)[] = [
+  (a, x, y, v, t) => `Modify the '${a}' column to '${x}' where the '${y}' column is '${v}' in ${t}.`,
+  (a, x, y, v, t) => `In ${t}, update the '${a}' column to '${x}' where the '${y}' column equals ${v}.`,
+  (a, x, y, v, t) => `Alter the '${a}' value to '${x}' for the entry with '${y}' equal to '${v}' in ${t}.`,
+  (a, x, y, v, t) => `Change the value of '${a}' to '${x}' in ${t} for the entry with '${y}' as '${v}'.`,
+  (a, x, y, v, t) => `Update ${t} so that the ${a} is ${x} for the ${y} ${v}.`,
+  (a, x, y, v) => `For the ${y} ${v}, the ${a} was updated to ${x}.`,
+];
+
+/** the row named by its first column's value alone */
+const WIDE_UPDATE_UNNAMED: readonly ((a: string, x: string, v: string, t: string) => string)[] = [
+  (a, x, v, t) => `Change the ${a} of ${v} in ${t} to ${x}.`,
+  (a, x, v, t) => `Change ${v}'s ${a} to ${x} in ${t}.`,
+  (a, x, v, t) => `Set the ${a} value to ${x} for ${v} in ${t}.`,
+  (a, x, v) => `Update the ${a} of ${v} to '${x}'.`,
+  (a, x, v, t) => `${t} is being updated: the ${a} of ${v} is now ${x}.`,
+  (a, x, v, t) => `Update ${t} to set the ${a} of ${v} as '${x}'.`,
+];
+
+/** INSERT requests in the training split's styles, values always in the table's column order */
+function wideInserts(rng: Rng, t: SynthTable, pairs: readonly (readonly [string, string])[], vals: readonly string[]): string[] {
+  const T = tableSaid(rng, t.name);
+  const join = (parts: readonly string[]): string => (parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0]!);
+  const [first, ...rest] = pairs;
+  return [
+    rest.length > 0 ? `Insert '${first![1]}' into ${T} with values ${join(rest.map(([c, v]) => `'${v}' for '${c}'`))}.` : `Insert '${first![1]}' into ${T}.`,
+    `Insert a record into ${T} with the values ${join(pairs.map(([c, v]) => `'${v}' for the ${c.toLowerCase()}`))}.`,
+    `Add to ${T} the ${join(pairs.map(([c, v]) => `${c.toLowerCase()} '${v}'`))}.`,
+    `Insert into ${T} with ${pairs.length} columns ${join(t.columns.map((c) => `'${c}'`))}. ${pairs.map(([c, v], i) => `${i === 0 ? 'The value' : 'the value'} for column '${c}' is '${v}'`).join(', ')}.`,
+    `Insert a new row into ${T} with the following values: ${pairs.map(([c, v]) => `${c}='${v}'`).join(', ')}.`,
+    `Insert a new record into ${T} with the values of ${join(pairs.map(([c, v]) => `${c.toLowerCase()} ${v}`))}.`,
+    `Insert into ${T} the values for ${join(t.columns.map((c) => c))}, which are ${join(vals.map(q))}, respectively.`,
+    `${first![1]} was added to ${T} with ${join(rest.length > 0 ? rest.map(([c, v]) => `${c.toLowerCase()} ${v}`) : ['no other values'])}.`,
+  ];
 }
 
 function draftDelete(rng: Rng, t: SynthTable): Draft | null {
@@ -373,10 +430,10 @@ function draftDelete(rng: Rng, t: SynthTable): Draft | null {
   return { type: 'DELETE', description: rng.pick(templates), sql: `DELETE FROM ${bt(t.name)} WHERE ${bt(Y)} = ${q(v)};` };
 }
 
-function draft(rng: Rng, t: SynthTable, type: TaskType): Draft | null {
+function draft(rng: Rng, t: SynthTable, type: TaskType, wide: boolean): Draft | null {
   switch (type) {
     case 'other':
-      return draftLookup(rng, t);
+      return draftLookup(rng, t, wide);
     case 'counting':
       return draftCounting(rng, t);
     case 'comparison':
@@ -392,9 +449,9 @@ function draft(rng: Rng, t: SynthTable, type: TaskType): Draft | null {
     case 'aggregation-AVG':
       return draftAggregation(rng, t, 'AVG');
     case 'INSERT':
-      return draftInsert(rng, t);
+      return draftInsert(rng, t, wide);
     case 'UPDATE':
-      return draftUpdate(rng, t);
+      return draftUpdate(rng, t, wide);
     case 'DELETE':
       return draftDelete(rng, t);
   }
@@ -424,7 +481,18 @@ export interface SynthOptions {
    * @default 0 (the BC collection uses DEFAULT_RENAME)
    */
   rename?: number;
+  /**
+   * The question templates: 'base' (a few per type), or 'wide', which adds the styles of the
+   * training split's own requests (quoted table and column names, `'v' for 'C'` lists, values named
+   * in column order, a row named by its first column's value alone: "Change the country of X to
+   * Y"), written by hand after reading `v0.2/standard`'s questions, never dev's. 'base' draws
+   * exactly the tasks it drew before the option existed. @default 'base'
+   */
+  phrasing?: SynthPhrasing;
 }
+
+/** The question templates of synthTasks: see SynthOptions.phrasing. */
+export type SynthPhrasing = 'base' | 'wide';
 
 /** @default: the probability of the entity-name augmentation in the BC collection (collectDbbench) */
 export const DEFAULT_RENAME = 0.7;
@@ -603,6 +671,8 @@ export async function synthTasks(rng: Rng, n: number, o: SynthOptions = {}): Pro
     if (!(typeof w === 'number' && Number.isFinite(w) && w >= 0)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: weight of ${k} must be a number ≥ 0, got ${String(w)}`, { data: { type: k } });
   }
   if (!Object.values(weights).some((w) => w > 0)) throw new LmTargetError('LM_BAD_OPTION', 'synthTasks: every type weight is 0', {});
+  const phrasing = o.phrasing ?? 'base';
+  if (phrasing !== 'base' && phrasing !== 'wide') throw new LmTargetError('LM_BAD_OPTION', `synthTasks: phrasing must be 'base' or 'wide', got ${String(phrasing)}`, { data: { phrasing } });
   const rename = o.rename ?? 0;
   if (!(typeof rename === 'number' && rename >= 0 && rename <= 1)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: rename must be a probability in [0, 1], got ${String(rename)}`, { data: { rename } });
   const out: DbbenchTask[] = [];
@@ -615,7 +685,7 @@ export async function synthTasks(rng: Rng, n: number, o: SynthOptions = {}): Pro
     const names = rename > 0 && rng.chance(rename);
     const values = rename > 0 && rng.chance(rename);
     const table = names || values ? augmentTable(rng, drawn, { names, values, pools: tables }) : drawn;
-    const d = draft(rng, table, type);
+    const d = draft(rng, table, type, phrasing === 'wide');
     if (!d) continue;
     const r = await runOnTable(table, d.sql);
     if (!r.ok) continue;

@@ -15,7 +15,7 @@ import { Rng } from '../../../../cluster/rng.ts';
 import { dbbenchEnv, isWriteType, SQL_ERROR, type DbbenchTask } from '../../../../envs/dbbench/index.ts';
 import { runEpisode, type Model } from '../../../../harness/index.ts';
 import type { BcDecision } from '../bc.ts';
-import { answerText, DEFAULT_RENAME, operationText, resultCells, synthSql, synthTasks } from './synth.ts';
+import { answerText, DEFAULT_RENAME, operationText, resultCells, synthSql, synthTasks, type SynthPhrasing } from './synth.ts';
 
 /** The teacher's next reply, from the last action played and the env's last reply. */
 export function teacherAction(task: DbbenchTask, lastAction: string | null, lastObservation: string | null): string {
@@ -79,12 +79,13 @@ export function teacherModel(task: DbbenchTask, o: { noise?: number; rng?: Rng; 
 /**
  * Teacher decisions on `episodes` synthetic tasks (one task per episode, drawn with
  * `Rng('lm-dbsynth:<seed>')`, with the entity-name augmentation at `rename`, default
- * DEFAULT_RENAME), played through `runEpisode` and the real env, so each context is what a model
+ * DEFAULT_RENAME, and the question templates of `phrasing`), played through `runEpisode` and the real env, so each context is what a model
  * sees. Deterministic for the options.
  */
-export async function collectDbbench(o: { episodes: number; seed: number; noise?: number; rename?: number; student?: Model; studentEpisodes?: number }): Promise<BcDecision[]> {
+export async function collectDbbench(o: { episodes: number; seed: number; noise?: number; rename?: number; phrasing?: SynthPhrasing; student?: Model; studentEpisodes?: number }): Promise<BcDecision[]> {
   const rng = new Rng(`lm-bc:dbbench:${o.seed}`);
-  const tasks = await synthTasks(new Rng(`lm-dbsynth:${o.seed}`), o.episodes, { rename: o.rename ?? DEFAULT_RENAME });
+  const synth = { rename: o.rename ?? DEFAULT_RENAME, ...(o.phrasing ? { phrasing: o.phrasing } : {}) };
+  const tasks = await synthTasks(new Rng(`lm-dbsynth:${o.seed}`), o.episodes, synth);
   const episode = async (task: DbbenchTask, e: number, student: Model | null): Promise<BcDecision[]> => {
     const out: BcDecision[] = [];
     const erng = rng.fork(`episode-${e}`);
@@ -108,7 +109,7 @@ export async function collectDbbench(o: { episodes: number; seed: number; noise?
   // DAgger: the student plays other synthetic tasks (never a dev one), 16 at a time, recorded in order
   const n = o.student ? (o.studentEpisodes ?? 0) : 0;
   if (n > 0) {
-    const more = await synthTasks(new Rng(`lm-dbsynth-student:${o.seed}`), n, { rename: o.rename ?? DEFAULT_RENAME });
+    const more = await synthTasks(new Rng(`lm-dbsynth-student:${o.seed}`), n, synth);
     for (let e = 0; e < more.length; e += 16) {
       const chunk = more.slice(e, e + 16).map((task, i) => episode(task, tasks.length + e + i, o.student!));
       for (const ds of await Promise.all(chunk)) out.push(...ds);
