@@ -9,6 +9,7 @@ import { runEpisode } from '../../../harness/index.ts';
 import { collectDbbench, perturbSql, teacherAction, teacherModel } from '../../../policies/targets/lm/dbbench/teacher.ts';
 import { answerText, DEFAULT_RENAME, devTables, resultCells, synthTasks, tableNameKey, trainingTables } from '../../../policies/targets/lm/dbbench/synth.ts';
 import { renderDbbench } from '../../../policies/targets/lm/dbbench/render.ts';
+import { fillTemplate, minedTemplates, parseInsert, parseUpdate } from '../../../policies/targets/lm/dbbench/mined.ts';
 import { segmentMessages, buildContext } from '../../../policies/targets/lm/context.ts';
 import { harvestWords } from '../../../policies/targets/lm/vocab.ts';
 import { LmTokenizer } from '../../../policies/targets/lm/tokenizer.ts';
@@ -106,23 +107,51 @@ test('dbbench synth - bad options are typed errors', async (t) => {
   }
 });
 
-test('dbbench synth - wide phrasings: the training split\'s request styles, same answers, the teacher wins them; base is the default and unchanged', async (t) => {
+test('dbbench synth - mined templates: only training-split writes, and each filled with its own task\'s names and values gives that request back', (t) => {
+  const ms = minedTemplates();
+  const ins = ms.filter((m) => m.type === 'INSERT');
+  const upd = ms.filter((m) => m.type === 'UPDATE');
+  t.log(`${ins.length} INSERT and ${upd.length} UPDATE templates (${upd.filter((m) => !m.namesKey).length} name the row by its value alone)`);
+  t.true(ins.length >= 20 && upd.length >= 20);
+  const train = new Map(loadTasks({ file: 'v0.2/standard' }).map((x) => [x.id, x]));
+  const dev = devTables();
+  const norm = (x: string): string => x.toLowerCase().replace(/_/g, ' ');
+  for (const m of ms) {
+    const src = train.get(m.source);
+    t.truthy(src, `${m.source} is a training task`);
+    t.false(dev.names.has(tableNameKey(src!.tableName)));
+    let filled: string;
+    if (m.type === 'INSERT') {
+      const p = parseInsert(src!.label[0]!)!;
+      const order = p.columns ? p.columns.map((c) => src!.columns.findIndex((x) => x.toLowerCase() === c.toLowerCase())) : src!.columns.map((_c, i) => i);
+      filled = fillTemplate(m, { table: src!.tableName, column: (i) => src!.columns[i]!, value: (i) => p.values[order.indexOf(i)]! });
+    } else {
+      const p = parseUpdate(src!.label[0]!)!;
+      filled = fillTemplate(m, { table: src!.tableName, column: (j) => p.sets[j]![0], value: (j) => p.sets[j]![1], keyColumn: p.key[0], keyValue: p.key[1] });
+    }
+    t.is(norm(filled), norm(src!.description), m.source);
+  }
+  // the scanner: quoted, backticked and bare names; escaped quotes; a column list; several SETs
+  t.deepEqual(parseInsert("INSERT INTO `A b` (x, `y z`) VALUES ('it''s', 3);"), { table: 'A b', columns: ['x', 'y z'], values: ["it's", '3'] });
+  t.deepEqual(parseUpdate("UPDATE t SET a='1', `b c` = 'x\\'y' WHERE k = 10"), { table: 't', sets: [['a', '1'], ['b c', "x'y"]], key: ['k', '10'] });
+  t.is(parseUpdate('UPDATE t SET a = 1 WHERE k = 2 AND j = 3'), null);
+  t.is(parseInsert('INSERT INTO t SELECT * FROM u'), null);
+});
+
+test('dbbench synth - wide phrasing: writes phrased as mined training requests, same answers, the teacher wins them; base is the default and unchanged', async (t) => {
   const base = await synthTasks(new Rng('wide:1'), 40, { rename: 0.7 });
   t.deepEqual(await synthTasks(new Rng('wide:1'), 40, { rename: 0.7, phrasing: 'base' }), base);
   const wide = await synthTasks(new Rng('wide:1'), 160, { rename: 0.7, phrasing: 'wide' });
-  // styles only wide draws: quoted columns with `'v' for 'C'`, values named in column order, a row named by its first column alone
-  const baseTexts = (await synthTasks(new Rng('wide:2'), 160, { rename: 0.7 })).map((x) => x.description);
-  const styles = [/ for '[^']+'/, /respectively|with the following values|with \d+ columns/, /^Change .+'s |^Change the .+ of (?!the row)/];
-  for (const re of styles) {
-    t.true(wide.some((x) => re.test(x.description)), `wide draws ${re}`);
-    t.false(baseTexts.some((x) => re.test(x)), `base never draws ${re}`);
-  }
-  // an UPDATE that names its row by value alone sets the row found by the table's first column
-  const unnamed = wide.filter((x) => x.type === 'UPDATE' && !/ where | with '| for the .+ \S+\.$| with .+ (?:as|equal to) /i.test(x.description) && x.label[0]!.includes(`WHERE \`${x.columns[0]}\``));
-  t.true(unnamed.length > 0);
+  // a filled template is the mined request with other names and values: its fixed text is there
+  const fixed = (m: ReturnType<typeof minedTemplates>[number]): string[] => m.pieces.filter((x): x is string => typeof x === 'string' && x.trim().length >= 12);
+  const writes = wide.filter((x) => x.type === 'INSERT' || x.type === 'UPDATE');
+  const mined = writes.filter((x) => minedTemplates().some((m) => m.type === x.type && fixed(m).length > 0 && fixed(m).every((f) => x.description.includes(f))));
+  t.log(`${mined.length} of ${writes.length} writes phrased as mined requests, e.g. ${mined.slice(0, 3).map((x) => `${x.description} => ${x.label[0]}`).join(' | ')}`);
+  t.true(mined.length >= 0.4 * writes.length);
+  t.true(wide.some((x) => x.type === 'UPDATE' && /SET `[^`]+` = '[^']*', `/.test(x.label[0]!)), 'an UPDATE of several columns');
   let won = 0;
   for (const x of wide) if ((await runEpisode(dbbenchEnv(x), { model: teacherModel(x), seed: 0 })).outcome.won) won++;
-  t.log(`teacher on wide phrasings ${won}/${wide.length}; e.g. ${wide.filter((x) => x.type === 'INSERT').slice(0, 2).map((x) => x.description).join(' | ')}`);
+  t.log(`teacher on the wide phrasing ${won}/${wide.length}`);
   t.true(won >= 0.98 * wide.length);
 });
 

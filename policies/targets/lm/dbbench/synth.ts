@@ -15,6 +15,7 @@ import { loadTasks, SqliteBackend, type DbbenchTask, type TaskType } from '../..
 import { pyFloat, pyRowsRepr, pyLiteralEval, pyStr, type PyLit } from '../../../../envs/dbbench/python.ts';
 import { TRUNCATE_AT } from '../../../../envs/dbbench/protocol.ts';
 import { LmTargetError } from '../errors.ts';
+import { fillTemplate, minedTemplates, type MinedTemplate } from './mined.ts';
 
 /** A training table: name, columns and rows (cells as the task data has them). */
 export interface SynthTable {
@@ -203,7 +204,7 @@ function pickOther(rng: Rng, xs: readonly number[], not: number): number | null 
   return ys.length > 0 ? rng.pick(ys) : null;
 }
 
-function draftLookup(rng: Rng, t: SynthTable, wide = false): Draft | null {
+function draftLookup(rng: Rng, t: SynthTable): Draft | null {
   const keys = valueCols(t).filter((c) => uniqueRows(t, c).length > 0);
   if (keys.length === 0) return null;
   const y = rng.pick(keys);
@@ -220,7 +221,6 @@ function draftLookup(rng: Rng, t: SynthTable, wide = false): Draft | null {
     `Tell me the ${said(rng, X)} for the ${said(rng, Y)} ${v}.`,
     `Name the ${said(rng, X)} for ${said(rng, Y)} of ${v}`,
     `what is the ${said(rng, X)} if ${said(rng, Y)} is ${v}?`,
-    ...(wide ? WIDE_LOOKUP.map((f) => f(said(rng, X), said(rng, Y), v, t.name)) : []),
   ];
   return { type: 'other', description: rng.pick(templates), sql: `SELECT ${bt(X)} FROM ${bt(t.name)} WHERE ${bt(Y)} = ${q(v)};` };
 }
@@ -339,17 +339,21 @@ function draftInsert(rng: Rng, t: SynthTable, wide = false): Draft | null {
     `Add a record to ${t.name} with ${list((c, v) => `${c} '${v}'`)}.`,
     `Insert into ${t.name} (${t.columns.join(', ')}) values (${vals.map(q).join(', ')}).`,
     `A new entry has ${list((c, v) => `${c} ${v}`)}. Insert it into the table.`,
-    ...(wide ? wideInserts(rng, t, pairs, vals) : []),
   ];
-  return { type: 'INSERT', description: rng.pick(templates), sql: `INSERT INTO ${bt(t.name)} VALUES (${vals.map(q).join(', ')});` };
+  // wide: most requests phrased as one of the training split's own INSERTs of as many columns
+  const mined = wide ? minedTemplates().filter((m) => m.type === 'INSERT' && m.n === t.columns.length) : [];
+  const description = mined.length > 0 && rng.chance(WIDE_SHARE) ? fillTemplate(rng.pick(mined), { table: t.name, column: (i) => t.columns[i]!, value: (i) => vals[i]! }) : rng.pick(templates);
+  return { type: 'INSERT', description, sql: `INSERT INTO ${bt(t.name)} VALUES (${vals.map(q).join(', ')});` };
 }
 
 function draftUpdate(rng: Rng, t: SynthTable, wide = false): Draft | null {
   const keys = valueCols(t).filter((c) => uniqueRows(t, c).length > 0);
   if (keys.length === 0) return null;
-  // wide: half the time the row is named by its first column's (text) value alone, as real requests do
-  const unnamed = wide && keys.includes(0) && !numericCols(t).includes(0) && rng.chance(0.5);
-  const y = unnamed ? 0 : rng.pick(keys);
+  if (wide && rng.chance(WIDE_SHARE)) {
+    const mined = minedTemplates().filter((m) => m.type === 'UPDATE' && m.n < t.columns.length);
+    if (mined.length > 0) return minedUpdate(rng, t, keys, rng.pick(mined));
+  }
+  const y = rng.pick(keys);
   const a = pickOther(rng, t.columns.map((_c, i) => i), y);
   if (a === null) return null;
   const row = t.rows[rng.pick(uniqueRows(t, y))]!;
@@ -358,66 +362,41 @@ function draftUpdate(rng: Rng, t: SynthTable, wide = false): Draft | null {
   const A = t.columns[a]!;
   const Y = t.columns[y]!;
   const v = row[y]!;
-  const templates = unnamed
-    ? WIDE_UPDATE_UNNAMED.map((f) => f(said(rng, A), x, v, tableSaid(rng, t.name)))
-    : [
-        `Update the ${said(rng, A)} to ${x} where the ${said(rng, Y)} is ${v}.`,
-        `Change the ${said(rng, A)} of the row with ${said(rng, Y)} ${v} to '${x}'.`,
-        `In the ${t.name} table, set ${said(rng, A)} to '${x}' for ${said(rng, Y)} ${v}.`,
-        `Modify the record where ${said(rng, Y)} is '${v}': the ${said(rng, A)} should be '${x}'.`,
-        ...(wide ? WIDE_UPDATE.map((f) => f(said(rng, A), x, said(rng, Y), v, tableSaid(rng, t.name))) : []),
-      ];
+  const templates = [
+    `Update the ${said(rng, A)} to ${x} where the ${said(rng, Y)} is ${v}.`,
+    `Change the ${said(rng, A)} of the row with ${said(rng, Y)} ${v} to '${x}'.`,
+    `In the ${t.name} table, set ${said(rng, A)} to '${x}' for ${said(rng, Y)} ${v}.`,
+    `Modify the record where ${said(rng, Y)} is '${v}': the ${said(rng, A)} should be '${x}'.`,
+  ];
   return { type: 'UPDATE', description: rng.pick(templates), sql: `UPDATE ${bt(t.name)} SET ${bt(A)} = ${q(x)} WHERE ${bt(Y)} = ${q(v)};` };
 }
 
-// ---------------------------------------------------------------- wide phrasings (SynthOptions.phrasing)
+/** the share of INSERT and UPDATE requests phrased as a mined template under the 'wide' phrasing */
+const WIDE_SHARE = 0.7;
 
-/** a table as a request names it: as is, quoted, or with "table" / "database" */
-function tableSaid(rng: Rng, name: string): string {
-  return rng.pick([name, `'${name}'`, `the ${name} table`, `the '${name}' table`, `the ${name} database`]);
-}
-
-const WIDE_LOOKUP: readonly ((x: string, y: string, v: string, t: string) => string)[] = [
-  (x, y, v) => `What is the ${x} that has a ${y} listed as ${v}?`,
-  (x, y, v) => `What was the ${x} when the ${y} was ${v}?`,
-  (x, y, v, t) => `In the ${t} table, what is the ${x} of the entry whose ${y} is '${v}'?`,
-  (x, y, v) => `${y} of ${v} has what ${x}?`,
-];
-
-const WIDE_UPDATE: readonly ((a: string, x: string, y: string, v: string, t: string) => string)[] = [
-  (a, x, y, v, t) => `Modify the '${a}' column to '${x}' where the '${y}' column is '${v}' in ${t}.`,
-  (a, x, y, v, t) => `In ${t}, update the '${a}' column to '${x}' where the '${y}' column equals ${v}.`,
-  (a, x, y, v, t) => `Alter the '${a}' value to '${x}' for the entry with '${y}' equal to '${v}' in ${t}.`,
-  (a, x, y, v, t) => `Change the value of '${a}' to '${x}' in ${t} for the entry with '${y}' as '${v}'.`,
-  (a, x, y, v, t) => `Update ${t} so that the ${a} is ${x} for the ${y} ${v}.`,
-  (a, x, y, v) => `For the ${y} ${v}, the ${a} was updated to ${x}.`,
-];
-
-/** the row named by its first column's value alone */
-const WIDE_UPDATE_UNNAMED: readonly ((a: string, x: string, v: string, t: string) => string)[] = [
-  (a, x, v, t) => `Change the ${a} of ${v} in ${t} to ${x}.`,
-  (a, x, v, t) => `Change ${v}'s ${a} to ${x} in ${t}.`,
-  (a, x, v, t) => `Set the ${a} value to ${x} for ${v} in ${t}.`,
-  (a, x, v) => `Update the ${a} of ${v} to '${x}'.`,
-  (a, x, v, t) => `${t} is being updated: the ${a} of ${v} is now ${x}.`,
-  (a, x, v, t) => `Update ${t} to set the ${a} of ${v} as '${x}'.`,
-];
-
-/** INSERT requests in the training split's styles, values always in the table's column order */
-function wideInserts(rng: Rng, t: SynthTable, pairs: readonly (readonly [string, string])[], vals: readonly string[]): string[] {
-  const T = tableSaid(rng, t.name);
-  const join = (parts: readonly string[]): string => (parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0]!);
-  const [first, ...rest] = pairs;
-  return [
-    rest.length > 0 ? `Insert '${first![1]}' into ${T} with values ${join(rest.map(([c, v]) => `'${v}' for '${c}'`))}.` : `Insert '${first![1]}' into ${T}.`,
-    `Insert a record into ${T} with the values ${join(pairs.map(([c, v]) => `'${v}' for the ${c.toLowerCase()}`))}.`,
-    `Add to ${T} the ${join(pairs.map(([c, v]) => `${c.toLowerCase()} '${v}'`))}.`,
-    `Insert into ${T} with ${pairs.length} columns ${join(t.columns.map((c) => `'${c}'`))}. ${pairs.map(([c, v], i) => `${i === 0 ? 'The value' : 'the value'} for column '${c}' is '${v}'`).join(', ')}.`,
-    `Insert a new row into ${T} with the following values: ${pairs.map(([c, v]) => `${c}='${v}'`).join(', ')}.`,
-    `Insert a new record into ${T} with the values of ${join(pairs.map(([c, v]) => `${c.toLowerCase()} ${v}`))}.`,
-    `Insert into ${T} the values for ${join(t.columns.map((c) => c))}, which are ${join(vals.map(q))}, respectively.`,
-    `${first![1]} was added to ${T} with ${join(rest.length > 0 ? rest.map(([c, v]) => `${c.toLowerCase()} ${v}`) : ['no other values'])}.`,
-  ];
+/**
+ * An UPDATE phrased as a training-split request (mined.ts): its n SET columns drawn from the
+ * table, the row found by a unique value; when the request does not name the WHERE column, the
+ * row is named by the first text column that can name it, as the training split's requests do.
+ */
+function minedUpdate(rng: Rng, t: SynthTable, keys: readonly number[], m: MinedTemplate): Draft | null {
+  const nums = numericCols(t);
+  const y = m.namesKey ? rng.pick(keys) : keys.find((c) => !nums.includes(c));
+  if (y === undefined) return null;
+  const row = t.rows[rng.pick(uniqueRows(t, y))]!;
+  const others = rng.shuffle(t.columns.map((_c, i) => i).filter((i) => i !== y)).slice(0, m.n);
+  if (others.length < m.n) return null;
+  const xs: string[] = [];
+  for (const a of others) {
+    const x = newValue(rng, t, a, row[a] ?? null);
+    if (x === null) return null;
+    xs.push(x);
+  }
+  const Y = t.columns[y]!;
+  const v = row[y]!;
+  const description = fillTemplate(m, { table: t.name, column: (j) => t.columns[others[j]!]!, value: (j) => xs[j]!, keyColumn: Y, keyValue: v });
+  const sets = others.map((a, j) => `${bt(t.columns[a]!)} = ${q(xs[j]!)}`).join(', ');
+  return { type: 'UPDATE', description, sql: `UPDATE ${bt(t.name)} SET ${sets} WHERE ${bt(Y)} = ${q(v)};` };
 }
 
 function draftDelete(rng: Rng, t: SynthTable): Draft | null {
@@ -433,7 +412,7 @@ function draftDelete(rng: Rng, t: SynthTable): Draft | null {
 function draft(rng: Rng, t: SynthTable, type: TaskType, wide: boolean): Draft | null {
   switch (type) {
     case 'other':
-      return draftLookup(rng, t, wide);
+      return draftLookup(rng, t);
     case 'counting':
       return draftCounting(rng, t);
     case 'comparison':
@@ -482,16 +461,16 @@ export interface SynthOptions {
    */
   rename?: number;
   /**
-   * The question templates: 'base' (a few per type), or 'wide', which adds the styles of the
-   * training split's own requests (quoted table and column names, `'v' for 'C'` lists, values named
-   * in column order, a row named by its first column's value alone: "Change the country of X to
-   * Y"), written by hand after reading `v0.2/standard`'s questions, never dev's. 'base' draws
-   * exactly the tasks it drew before the option existed. @default 'base'
+   * The request templates: 'base' (a few per type), or 'wide': 70 % of the INSERTs and UPDATEs
+   * phrased as one of the training split's own write requests, mined by code (mined.ts: the
+   * request with its table, column names and values as slots), filled with the drawn table's.
+   * Reads keep the base templates. 'base' draws exactly the tasks it drew before the option
+   * existed. @default 'base'
    */
   phrasing?: SynthPhrasing;
 }
 
-/** The question templates of synthTasks: see SynthOptions.phrasing. */
+/** The request templates of synthTasks: see SynthOptions.phrasing. */
 export type SynthPhrasing = 'base' | 'wide';
 
 /** @default: the probability of the entity-name augmentation in the BC collection (collectDbbench) */
