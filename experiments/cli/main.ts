@@ -399,7 +399,7 @@ const expCommon = (c: Command) =>
       .option('--in-process', 'use the in-process transport'),
   ));
 expCommon(expCmd.command('main').description('per env and on average: vanilla, ReAct, Self-Refine, prompted editor, SFT-only and SFT+GRPO engineer'))
-  .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED)')
+  .option('--target <spec>', 'the frozen target (sim/<profile> is SIMULATED), or one per env: alfworld=lm/…,webshop=lm/…,dbbench=lm/…')
   .option('--methods <list>', 'rows, e.g. vanilla,prompted-editor,engineer-grpo (llm-editor: with --engineer openai:<base-url>#<model>)', list)
   .option('--no-train-engineer', 'do not train the engineers when --engineer is not given (their rows say why they are empty)')
   .action(async (o) => {

@@ -35,7 +35,7 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
   if (name === 'main') {
     const resolved = exp.resolveExpMain(opts);
     // before a cluster starts for the engineers' training
-    exp.expTargetOptions('main', resolved, [resolved.target]);
+    exp.expTargetOptions('main', resolved, [...new Set(Object.values(exp.targetsByEnv(resolved.target, resolved.envs)))]);
     // llm-editor without an openai: engineer fails here, not after training the engineers
     if (resolved.methods.includes('llm-editor')) {
       const { llmEditorSettings } = await import('../runner/llm-editor.ts');

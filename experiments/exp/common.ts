@@ -129,6 +129,32 @@ export const commonShape = {
 
 export { target as targetSchema, posInt };
 
+/**
+ * A target for every env (`target: {alfworld: lm/…, webshop: lm/…}` in a config), or one spec for
+ * all; on the command line `--target alfworld=lm/a,webshop=lm/b` is the map.
+ */
+export const targetPerEnvSchema = z.preprocess(
+  (v) => (typeof v === 'string' && /^[a-z][\w-]*=/.test(v) ? Object.fromEntries(v.split(',').map((kv) => [kv.slice(0, kv.indexOf('=')).trim(), kv.slice(kv.indexOf('=') + 1).trim()])) : v),
+  z.union([target, z.record(z.string().refine(isEnvName, { error: () => `must be one of ${envNames().join(', ')}` }), target)], { error: 'must be a target spec, or a map of env to target spec (alfworld: lm/…)' }),
+);
+
+/** The target of each of `envs`: the one spec, or the map's entry (ExpError naming the env a map lacks). */
+export function targetsByEnv(t: string | Record<string, string>, envs: readonly string[], path = 'target'): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const env of envs) {
+    const spec = typeof t === 'string' ? t : t[env];
+    if (!spec) throw new ExpError('EXP_CONFIG', `${path}: no target for ${env}; add ${env}: <spec> to the map (it has ${Object.keys(t as object).join(', ') || 'none'}) or drop ${env} from --envs`, { path: `${path}.${env}` });
+    out[env] = spec;
+  }
+  return out;
+}
+
+/** How a run names its targets: the one spec, or `spec (env), …` when envs have their own. */
+export function targetsLabel(byEnv: Record<string, string>): string {
+  const specs = [...new Set(Object.values(byEnv))];
+  return specs.length === 1 ? specs[0]! : Object.entries(byEnv).map(([env, spec]) => `${spec} (${env})`).join(', ');
+}
+
 export type CommonOptions = z.output<z.ZodObject<typeof commonShape>>;
 
 /** Options that only say where and how to run: they change no number, so no hash. */

@@ -18,13 +18,14 @@ export const SPLITS_VERSION = 1;
 /** The default train config the engineers of an experiment are trained with. */
 export const ENGINEER_TRAIN_CONFIG = 'experiments/configs/train.default.yaml';
 
-/** The folder the engineers of (target, seed) are cached in. */
-export function engineersDir(target: string, seed: number): string {
-  return join('runs', 'engineers', createHash('sha256').update(`${target}|${seed}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}`).digest('hex').slice(0, 10));
+/** The folder the engineers of (target, seed) are cached in (a target per env: the whole map keys it). */
+export function engineersDir(target: string | Readonly<Record<string, string>>, seed: number): string {
+  const t = typeof target === 'string' ? target : JSON.stringify(Object.entries(target).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}`).digest('hex').slice(0, 10));
 }
 
 /** Train (or find trained earlier) one engineer per env on `cluster`; returns the folder for `--engineer`. */
-export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string, seed: number, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<string> {
+export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string | Readonly<Record<string, string>>, seed: number, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<string> {
   const dir = engineersDir(target, seed);
   for (const env of envs) {
     const out = join(dir, env);
@@ -32,7 +33,7 @@ export async function ensureEngineers(cluster: Cluster, envs: readonly string[],
       log(`engineer for ${env}: ${out} (trained earlier)`);
       continue;
     }
-    const cfg = resolveTrainConfig(ENGINEER_TRAIN_CONFIG, { env, target, seed, out });
+    const cfg = resolveTrainConfig(ENGINEER_TRAIN_CONFIG, { env, target: typeof target === 'string' ? target : target[env]!, seed, out });
     log(`engineer for ${env}: training (SFT, then ${cfg.grpo.iterations} GRPO iterations) into ${out}`);
     await trainEngineer(cluster, cfg, log);
   }

@@ -19,6 +19,8 @@ export {
   defaultRunDir,
   initOptionsOf,
   expTargetOptions,
+  targetsByEnv,
+  targetsLabel,
   type CommonOptions,
   type ExpIO,
   type ExpResult,

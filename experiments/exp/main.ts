@@ -13,16 +13,16 @@ import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart, stripChart } from '../report/plots.ts';
 import { envMetrics, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetPerEnvSchema, targetsByEnv, targetsLabel, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 
-/** The frozen target of the main table. @default 'sim/qwen-3b' (SIMULATED) */
+/** The frozen target of the main table (one spec, or one per env). @default 'sim/qwen-3b' (SIMULATED) */
 export const DEFAULT_MAIN_TARGET = 'sim/qwen-3b';
 /** Rows of the main table, in order. */
 export const DEFAULT_MAIN_METHODS = ['vanilla', 'react', 'self-refine', 'prompted-editor', 'best-fixed-patch', 'engineer-sft', 'engineer-grpo'];
 
 export const ExpMainSchema = z.strictObject({
   ...commonShape,
-  target: targetSchema.default(DEFAULT_MAIN_TARGET),
+  target: targetPerEnvSchema.default(DEFAULT_MAIN_TARGET),
   methods: z.array(z.string()).min(1, 'name at least one method').default(DEFAULT_MAIN_METHODS),
 });
 
@@ -49,17 +49,20 @@ export const PAPER_MAIN = {
  */
 export async function runExpMain(input: ExpMainInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
   const o = resolveExpMain(input);
-  requireTargetEnvs(o.target, o.envs, 'target');
+  const tOf = targetsByEnv(o.target, o.envs);
+  for (const env of o.envs) requireTargetEnvs(tOf[env]!, [env], typeof o.target === 'string' ? 'target' : `target.${env}`);
+  const targets = [...new Set(Object.values(tOf))];
   const { methods, meta: mMeta } = methodsMeta(o.methods, o);
   const mopts = methodOptionsOf(o);
   return runExperiment(
     'main',
     o,
-    { targets: [o.target], simulated: simulatedOf([o.target]), methods: mMeta, splits: splitsMeta(o), disjoint: checkSplits(o, mMeta.some((m) => m.kind === 'engineer' && m.available === true)) },
+    { targets, ...(typeof o.target === 'string' ? {} : { targetByEnv: tOf }), simulated: simulatedOf(targets), methods: mMeta, splits: splitsMeta(o), disjoint: checkSplits(o, mMeta.some((m) => m.kind === 'engineer' && m.available === true)) },
     io,
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];
       for (const env of o.envs) {
+        const target = tOf[env]!;
         const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed), o.test.seeds);
         const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed });
         methods.forEach((m, mi) => {
@@ -68,17 +71,17 @@ export async function runExpMain(input: ExpMainInput & { config?: string }, io: 
           for (const p of packets) {
             const batch = p === null ? null : batches[p]!;
             const seed = o.seed * 1000 + (p ?? 0);
-            const key = unitKey({ exp: 'main', env, target: o.target, method: m.name, version: m.version ?? '', packet: p, episodes, batch, seed, editor: m.kind === 'editor' ? o.editor : null, engineer: m.kind === 'engineer' ? (o.engineer ?? null) : null });
+            const key = unitKey({ exp: 'main', env, target, method: m.name, version: m.version ?? '', packet: p, episodes, batch, seed, editor: m.kind === 'editor' ? o.editor : null, engineer: m.kind === 'engineer' ? (o.engineer ?? null) : null });
             plan.push(() =>
               x.evalUnit({
                 key,
                 label: `${env} ${m.name}${p === null ? '' : ` packet ${p + 1}/${batches.length}`}`,
                 env,
-                target: o.target,
+                target,
                 method: m.name,
                 packet: p,
                 episodes,
-                patch: async () => x.propose(m, { env, target: o.target, source: batch ? await x.packet(env, o.target, batch) : null, seed, options: mopts }),
+                patch: async () => x.propose(m, { env, target, source: batch ? await x.packet(env, target, batch) : null, seed, options: mopts }),
               }),
             );
           }
@@ -128,8 +131,10 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
   const envs = Object.keys(meta.splits);
   const cols = columns(envs);
   const primary = cols.filter((c) => c.metric === envMetrics(c.env)[0]);
-  const target = meta.targets[0]!;
-  const rowsOf = (method: string, env: string) => rows.filter((r) => r.method === method && r.env === env && r.target === target);
+  const tOf = (env: string): string => meta.targetByEnv?.[env] ?? meta.targets[0]!;
+  const target = targetsLabel(Object.fromEntries(envs.map((e) => [e, tOf(e)])));
+  const simulated = envs.some((e) => meta.simulated.includes(tOf(e)));
+  const rowsOf = (method: string, env: string) => rows.filter((r) => r.method === method && r.env === env && r.target === tOf(env));
   const mat = (method: string, env: string, metric: Metric) => taskSeedMatrix(rowsOf(method, env), metric);
   const boot = (seedLabel: string) => ({ resamples: b.resamples, level: b.level, seed: `${b.seed}|${seedLabel}` });
 
@@ -154,7 +159,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
 
   // the share of executed actions the patch chose instead of the model, over every env's episodes
   const head = ['method', ...cols.map((c) => c.title), 'average', 'interventions', 'hint tokens/decision', 'valid patches'];
-  const mine = (m: { name: string }) => rows.filter((r) => r.method === m.name && r.target === target);
+  const mine = (m: { name: string }) => rows.filter((r) => r.method === m.name && r.target === tOf(r.env));
   const fmtNum = (x: number | null) => (x === null ? '—' : x.toFixed(1));
   const fmtRate = (x: number | null) => (x === null ? '—' : `${(100 * x).toFixed(0)} %`);
   const tableRows = meta.methods.map((m) =>
@@ -201,7 +206,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     '',
     `- Paper ordering: ${PAPER_MAIN.ordering}.`,
     `- Paper numbers: ${PAPER_MAIN.numbers}.`,
-    `- Ours (average, ${target}${meta.simulated.includes(target) ? ', SIMULATED' : ''}): ${ordering || '(none)'}.`,
+    `- Ours (average, ${target}${simulated ? ', SIMULATED' : ''}): ${ordering || '(none)'}.`,
     missing.length ? `- Not run: ${missing.map((m) => `${m.label} (${m.available})`).join('; ')}.` : '',
     '',
     '## Plots',
@@ -216,7 +221,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
   ].join('\n');
 
   const avail = meta.methods.filter((m) => m.available === true);
-  const sim = meta.simulated.includes(target) ? ' (SIMULATED)' : '';
+  const sim = simulated ? ' (SIMULATED)' : '';
   // every metric of every env (WebShop: score and success), then the average of the primary ones
   const cats = [...cols.map((c) => c.title), 'average (primary)'];
   const bars = (values: (m: RunMeta['methods'][number]) => (Interval | null)[], ms = avail) => ms.map((m) => ({ name: m.label, method: m.name, values: values(m) }));
@@ -274,6 +279,6 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
       }),
     });
   }
-  const text = [`exp main — target ${target}${meta.simulated.includes(target) ? ' (SIMULATED target)' : ''}; %, 95% bootstrap CI`, textTable(head, tableRows), '', `paper ordering: ${PAPER_MAIN.ordering}`, `ours (average): ${ordering}`].join('\n');
+  const text = [`exp main — target ${target}${simulated ? ' (SIMULATED target)' : ''}; %, 95% bootstrap CI`, textTable(head, tableRows), '', `paper ordering: ${PAPER_MAIN.ordering}`, `ours (average): ${ordering}`].join('\n');
   return { markdown: md, text, plots };
 }

@@ -32,6 +32,8 @@ export interface RunMeta {
   config: Record<string, unknown>;
   /** every target the run uses, and which of them are SIMULATED */
   targets: string[];
+  /** the target each env ran (exp main with a target per env; absent: every env ran targets[0]) */
+  targetByEnv?: Record<string, string>;
   simulated: string[];
   /** methods named by the config: kind, and whether they could run (a reason when not) */
   methods: {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { init } from '../../../cluster/init.ts';
 import { BASELINES } from '../../../policies/targets/baselines.ts';
-import { ENGINEER_MISSING, RUN_FILES, registerMethod, resetMethods, runExpAblate, runExpCoevolve, runExpCrosstask, runExpMain, runExpSweep, runReport, withoutHook, type ExpMainInput } from '../../../experiments/exp/index.ts';
+import { ENGINEER_MISSING, RUN_FILES, registerMethod, resetMethods, resolveExpMain, runExpAblate, runExpCoevolve, runExpCrosstask, runExpMain, runExpSweep, runReport, withoutHook, type ExpMainInput } from '../../../experiments/exp/index.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'hr1-exp-'));
 const SMALL: ExpMainInput = { inProcess: true, progress: 'silent', test: { tasks: 10, seeds: [0, 1] }, train: { packets: 2, batchSize: 12 } };
@@ -54,6 +54,29 @@ test('exp main - end to end in-process: every file of the run folder, the table,
   t.regex(md, /\| method \|.*\| average \| interventions \|/);
   t.regex(md, /\| vanilla \|.*\| 0\.0 % \|/);
   t.deepEqual(readFileSync(join(fullDir, 'plots/main-primary.png')).subarray(0, 8), PNG_MAGIC);
+});
+
+test('exp main - a target per env: each env runs its own learned target, run.json and the report say which; a map without an env is a clear error', async (t) => {
+  const dir = join(root, 'per-env');
+  const target = { alfworld: 'lm/alf-s-256-ecrt-hi', webshop: 'lm/ws-s-256-srt-hi' };
+  const r = await runExpMain({ inProcess: true, progress: 'silent', out: dir, envs: ['alfworld', 'webshop'], target, methods: ['vanilla', 'react'], test: { tasks: 4, seeds: [0] }, train: { packets: 1, batchSize: 10 } }, { ...quiet, cluster: rt.cluster });
+  t.is(r.ran, 4);
+  const rows = read(dir, RUN_FILES.results).trim().split('\n').map((l) => JSON.parse(l) as { env: string; target: string });
+  t.deepEqual([...new Set(rows.map((x) => `${x.env}:${x.target}`))].sort(), ['alfworld:lm/alf-s-256-ecrt-hi', 'webshop:lm/ws-s-256-srt-hi']);
+  const meta = JSON.parse(read(dir, RUN_FILES.meta)) as { targets: string[]; targetByEnv: Record<string, string>; simulated: string[] };
+  t.deepEqual(meta.targetByEnv, target);
+  t.deepEqual(meta.targets.sort(), Object.values(target).sort());
+  t.deepEqual(meta.simulated, []);
+  const md = read(dir, RUN_FILES.report);
+  t.true(md.includes('lm/alf-s-256-ecrt-hi (alfworld), lm/ws-s-256-srt-hi (webshop)'));
+  t.false(md.includes('SIMULATED'));
+  t.regex(md, /\| vanilla \| \d+\.\d \[/);
+  // the command line's form is the same map
+  const cli = resolveExpMain({ envs: ['alfworld', 'webshop'], target: 'alfworld=lm/alf-s-256-ecrt-hi,webshop=lm/ws-s-256-srt-hi' });
+  t.deepEqual(cli.target, target);
+  const e = await t.throwsAsync(runExpMain({ inProcess: true, progress: 'silent', out: join(root, 'per-env-bad'), envs: ['alfworld', 'dbbench'], target, methods: ['vanilla'] }, { ...quiet, cluster: rt.cluster }));
+  t.regex(e!.message, /target: no target for dbbench; add dbbench: <spec> to the map/);
+  t.throws(() => resolveExpMain({ target: { minecraft: 'lm/alf-s-256-ecrt-hi' } }), { message: /target/ });
 });
 
 test('exp main - killed part way, a rerun does only the missing units and writes identical files', async (t) => {
