@@ -1,4 +1,5 @@
 /** `hr1 exp main|sweep|crosstask|ablate|coevolve`. */
+import { existsSync } from 'node:fs';
 import { init } from '../../cluster/init.ts';
 import { TARGET_FLAG_ATTRIBUTES, targetFlagsOf } from '../cli/options.ts';
 import { checkTargetOptionValues } from '../../policies/targets/options.ts';
@@ -41,6 +42,7 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
       const { llmEditorSettings } = await import('../runner/llm-editor.ts');
       llmEditorSettings({ engineer: resolved.engineer, llmEditor: resolved.llmEditor });
     }
+    if (resolved.engineerConfig && !existsSync(resolved.engineerConfig)) throw new CommandError('BAD_OPTION', `engineerConfig: ${resolved.engineerConfig} does not exist; give an hr1 train config (e.g. experiments/configs/train.default.yaml)`);
     if (resolved.engineer || !trainEngineers || !resolved.methods.some(wantsEngineer)) {
       await exp.runExpMain(opts);
       return;
@@ -49,7 +51,7 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
     // the experiment's own cluster options (flags over its config file), so training runs where the experiment does
     const rt = await init(exp.initOptionsOf(resolved));
     try {
-      const engineer = await ensureEngineers(rt.cluster, resolved.envs, resolved.target, resolved.seed);
+      const engineer = await ensureEngineers(rt.cluster, resolved.envs, resolved.target, resolved.seed, undefined, resolved.engineerConfig);
       await exp.runExpMain({ ...opts, engineer }, { cluster: rt.cluster, note: rt.note });
     } finally {
       await rt.shutdown();

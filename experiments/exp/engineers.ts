@@ -3,7 +3,7 @@
  * env, trained with the default train config and the experiment's target and seed, cached under
  * runs/engineers/<hash>/<env>/. Trained on the cluster the experiment runs on.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import type { Cluster } from '../../cluster/client.ts';
@@ -18,22 +18,29 @@ export const SPLITS_VERSION = 1;
 /** The default train config the engineers of an experiment are trained with. */
 export const ENGINEER_TRAIN_CONFIG = 'experiments/configs/train.default.yaml';
 
-/** The folder the engineers of (target, seed) are cached in (a target per env: the whole map keys it). */
-export function engineersDir(target: string | Readonly<Record<string, string>>, seed: number): string {
+/**
+ * The folder the engineers of (target, seed, train config) are cached in (a target per env: the
+ * whole map keys it; a config other than the default: its text does).
+ */
+export function engineersDir(target: string | Readonly<Record<string, string>>, seed: number, config: string = ENGINEER_TRAIN_CONFIG): string {
   const t = typeof target === 'string' ? target : JSON.stringify(Object.entries(target).sort(([a], [b]) => (a < b ? -1 : 1)));
-  return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}`).digest('hex').slice(0, 10));
+  const c = config === ENGINEER_TRAIN_CONFIG ? '' : `|c${createHash('sha256').update(readFileSync(config)).digest('hex').slice(0, 12)}`;
+  return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}${c}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}`).digest('hex').slice(0, 10));
 }
 
-/** Train (or find trained earlier) one engineer per env on `cluster`; returns the folder for `--engineer`. */
-export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string | Readonly<Record<string, string>>, seed: number, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<string> {
-  const dir = engineersDir(target, seed);
+/**
+ * Train (or find trained earlier) one engineer per env on `cluster` with the train config `config`
+ * (its env, target and seed replaced by the experiment's); returns the folder for `--engineer`.
+ */
+export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string | Readonly<Record<string, string>>, seed: number, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`), config: string = ENGINEER_TRAIN_CONFIG): Promise<string> {
+  const dir = engineersDir(target, seed, config);
   for (const env of envs) {
     const out = join(dir, env);
     if (existsSync(join(out, 'engineer.onnx')) && existsSync(join(out, 'engineer-sft.onnx'))) {
       log(`engineer for ${env}: ${out} (trained earlier)`);
       continue;
     }
-    const cfg = resolveTrainConfig(ENGINEER_TRAIN_CONFIG, { env, target: typeof target === 'string' ? target : target[env]!, seed, out });
+    const cfg = resolveTrainConfig(config, { env, target: typeof target === 'string' ? target : target[env]!, seed, out });
     log(`engineer for ${env}: training (SFT, then ${cfg.grpo.iterations} GRPO iterations) into ${out}`);
     await trainEngineer(cluster, cfg, log);
   }

@@ -24,6 +24,11 @@ export const ExpMainSchema = z.strictObject({
   ...commonShape,
   target: targetPerEnvSchema.default(DEFAULT_MAIN_TARGET),
   methods: z.array(z.string()).min(1, 'name at least one method').default(DEFAULT_MAIN_METHODS),
+  /**
+   * the `hr1 train` config the engineers are trained with when no `engineer` is given (its env,
+   * target and seed are the experiment's). @default experiments/configs/train.default.yaml
+   */
+  engineerConfig: z.string().optional(),
 });
 
 /** Options of `hr1 exp main` (input: every field optional; see the DEFAULT_* constants). */

@@ -77,6 +77,11 @@ test('exp main - a target per env: each env runs its own learned target, run.jso
   const e = await t.throwsAsync(runExpMain({ inProcess: true, progress: 'silent', out: join(root, 'per-env-bad'), envs: ['alfworld', 'dbbench'], target, methods: ['vanilla'] }, { ...quiet, cluster: rt.cluster }));
   t.regex(e!.message, /target: no target for dbbench; add dbbench: <spec> to the map/);
   t.throws(() => resolveExpMain({ target: { minecraft: 'lm/alf-s-256-ecrt-hi' } }), { message: /target/ });
+  // the shipped learned-target config resolves: one zoo target per env, its engineers' config
+  const zoo = resolveExpMain({ config: 'experiments/configs/main.zoo.yaml' });
+  t.deepEqual(Object.keys(zoo.target).sort(), ['alfworld', 'dbbench', 'webshop']);
+  t.true(Object.values(zoo.target).every((x) => x.startsWith('lm/')));
+  t.is(zoo.engineerConfig, 'experiments/configs/train.zoo.yaml');
 });
 
 test('exp main - killed part way, a rerun does only the missing units and writes identical files', async (t) => {
