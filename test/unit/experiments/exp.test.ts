@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { init } from '../../../cluster/init.ts';
 import { BASELINES } from '../../../policies/targets/baselines.ts';
+import { checkSplits } from '../../../experiments/exp/common.ts';
 import { ENGINEER_MISSING, RUN_FILES, registerMethod, resetMethods, resolveExpMain, runExpAblate, runExpCoevolve, runExpCrosstask, runExpMain, runExpSweep, runReport, withoutHook, type ExpMainInput } from '../../../experiments/exp/index.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'hr1-exp-'));
@@ -127,6 +128,15 @@ test('exp main - records its episode sets as checked apart, and refuses an engin
   mkdirSync(old, { recursive: true });
   writeFileSync(join(old, 'engineer.onnx'), '');
   await t.throwsAsync(runExpMain({ ...SMALL, envs: ['alfworld'], engineer: old, out: join(root, 'old') }, { ...quiet, cluster: rt.cluster }), { message: /has no splits\.json for alfworld .* train it again with hr1 train/ });
+  // an engineer apart from the test episodes: recorded with the SFT rows it learned from (0: untrained, and the report says so)
+  const good = join(root, 'good-engineer');
+  mkdirSync(join(good, 'alfworld'), { recursive: true });
+  writeFileSync(join(good, 'alfworld', TRAIN_SPLITS_FILE), JSON.stringify(trainSplits(resolveTrainConfig(undefined, { env: 'alfworld', target: 'sim/qwen-3b' }))));
+  writeFileSync(join(good, 'alfworld', 'sft.jsonl'), '{"a":1}\n{"a":2}\n{"a":3}\n');
+  const o = resolveExpMain({ ...SMALL, envs: ['alfworld'], engineer: good });
+  t.is(checkSplits(o, true).engineers.alfworld!.sftRows, 3);
+  writeFileSync(join(good, 'alfworld', 'sft.jsonl'), '');
+  t.is(checkSplits(o, true).engineers.alfworld!.sftRows, 0);
 });
 
 test('best fixed patch - the SFT proposal with the highest mean Δ over the training batches, one row for all packets', async (t) => {
