@@ -329,7 +329,7 @@ export function writeReport(run: RunDir, meta: RunMeta, rows: readonly EvalRow[]
 
 /** The lines every report starts with: what ran, on which targets, which are SIMULATED. */
 export function reportHeader(title: string, meta: RunMeta): string {
-  const sim = meta.simulated.length ? `SIMULATED targets: ${meta.simulated.join(', ')} (an env expert corrupted by failure modes; not language models).` : 'No simulated targets.';
+  const sim = meta.simulated.length ? `SIMULATED targets: ${meta.simulated.join(', ')} (an env expert corrupted by failure modes; not language models).` : 'None of them is SIMULATED.';
   const real = meta.targets.filter((t) => !meta.simulated.includes(t));
   const splits = Object.entries(meta.splits)
     .map(([env, s]) => `${env}: packets from ${s.train}, tested on ${s.test.join('+')} (${s.testTasks} tasks × seeds ${s.seeds.join(',')})`)
@@ -338,7 +338,7 @@ export function reportHeader(title: string, meta: RunMeta): string {
   return [
     `# ${title}`,
     '',
-    `**Targets:** ${meta.targets.join(', ')}. ${sim}${real.length ? ` Other targets: ${real.join(', ')}.` : ''}`,
+    `**Targets:** ${meta.targets.join(', ')}. ${sim}${real.length && meta.simulated.length ? ` Other targets: ${real.join(', ')}.` : ''}`,
     '',
     `**Splits:** ${splits}.`,
     '',

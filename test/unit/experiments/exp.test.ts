@@ -70,7 +70,7 @@ test('exp main - a target per env: each env runs its own learned target, run.jso
   t.deepEqual(meta.simulated, []);
   const md = read(dir, RUN_FILES.report);
   t.true(md.includes('lm/alf-s-256-ecrt-hi (alfworld), lm/ws-s-256-srt-hi (webshop)'));
-  t.false(md.includes('SIMULATED'));
+  t.regex(md, /\*\*Targets:\*\* lm\/alf-s-256-ecrt-hi, lm\/ws-s-256-srt-hi\. None of them is SIMULATED\.\n/);
   t.regex(md, /\| vanilla \| \d+\.\d \[/);
   // the command line's form is the same map
   const cli = resolveExpMain({ envs: ['alfworld', 'webshop'], target: 'alfworld=lm/alf-s-256-ecrt-hi,webshop=lm/ws-s-256-srt-hi' });
