@@ -1,5 +1,4 @@
 /** `hr1 exp main|sweep|crosstask|ablate|coevolve`. */
-import { existsSync } from 'node:fs';
 import { init } from '../../cluster/init.ts';
 import { TARGET_FLAG_ATTRIBUTES, targetFlagsOf } from '../cli/options.ts';
 import { checkTargetOptionValues } from '../../policies/targets/options.ts';
@@ -36,13 +35,12 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
   if (name === 'main') {
     const resolved = exp.resolveExpMain(opts);
     // before a cluster starts for the engineers' training
-    exp.expTargetOptions('main', resolved, [...new Set(Object.values(exp.targetsByEnv(resolved.target, resolved.envs)))]);
+    exp.expTargetOptions('main', resolved, exp.mainTargets(resolved).targets);
     // llm-editor without an openai: engineer fails here, not after training the engineers
     if (resolved.methods.includes('llm-editor')) {
       const { llmEditorSettings } = await import('../runner/llm-editor.ts');
       llmEditorSettings({ engineer: resolved.engineer, llmEditor: resolved.llmEditor });
     }
-    if (resolved.engineerConfig && !existsSync(resolved.engineerConfig)) throw new CommandError('BAD_OPTION', `engineerConfig: ${resolved.engineerConfig} does not exist; give an hr1 train config (e.g. experiments/configs/train.default.yaml)`);
     if (resolved.engineer || !trainEngineers || !resolved.methods.some(wantsEngineer)) {
       await exp.runExpMain(opts);
       return;
@@ -51,7 +49,7 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
     // the experiment's own cluster options (flags over its config file), so training runs where the experiment does
     const rt = await init(exp.initOptionsOf(resolved));
     try {
-      const engineer = await ensureEngineers(rt.cluster, resolved.envs, resolved.target, resolved.seed, undefined, resolved.engineerConfig);
+      const engineer = await ensureEngineers(rt.cluster, resolved.envs, resolved.target, resolved.seed, resolved.engineerConfig ? { config: resolved.engineerConfig } : {});
       await exp.runExpMain({ ...opts, engineer }, { cluster: rt.cluster, note: rt.note });
     } finally {
       await rt.shutdown();

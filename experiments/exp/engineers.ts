@@ -32,7 +32,9 @@ export function engineersDir(target: string | Readonly<Record<string, string>>, 
  * Train (or find trained earlier) one engineer per env on `cluster` with the train config `config`
  * (its env, target and seed replaced by the experiment's); returns the folder for `--engineer`.
  */
-export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string | Readonly<Record<string, string>>, seed: number, log: (line: string) => void = (l) => process.stderr.write(`${l}\n`), config: string = ENGINEER_TRAIN_CONFIG): Promise<string> {
+export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string | Readonly<Record<string, string>>, seed: number, o: { log?: (line: string) => void; config?: string } = {}): Promise<string> {
+  const log = o.log ?? ((l: string) => process.stderr.write(`${l}\n`));
+  const config = o.config ?? ENGINEER_TRAIN_CONFIG;
   const dir = engineersDir(target, seed, config);
   for (const env of envs) {
     const out = join(dir, env);

@@ -3,7 +3,7 @@
  * (run.json, results.jsonl, cache.sqlite, results.csv, report.md, plots/), and `runReport` to
  * regenerate a report from stored results. The CLI wires these to `hr1 exp …` and `hr1 report`.
  */
-export { runExpMain, resolveExpMain, reportMain, ExpMainSchema, DEFAULT_MAIN_TARGET, DEFAULT_MAIN_METHODS, PAPER_MAIN, type ExpMainInput, type ExpMainOptions } from './main.ts';
+export { runExpMain, resolveExpMain, mainTargets, reportMain, ExpMainSchema, DEFAULT_MAIN_TARGET, DEFAULT_MAIN_METHODS, PAPER_MAIN, type ExpMainInput, type ExpMainOptions } from './main.ts';
 export { runExpSweep, resolveExpSweep, reportSweep, ExpSweepSchema, DEFAULT_SWEEP_TARGETS, DEFAULT_SWEEP_METHOD, DEFAULT_SWEEP_TEST, DEFAULT_SWEEP_TRAIN, type ExpSweepInput, type ExpSweepOptions } from './sweep.ts';
 export { runExpCrosstask, resolveExpCrosstask, reportCrosstask, ExpCrosstaskSchema, DEFAULT_CROSSTASK_TARGET, DEFAULT_CROSSTASK_METHODS, DEFAULT_FAILURES, DEFAULT_CROSSTASK_SEEDS, DEFAULT_CROSSTASK_TEST, type ExpCrosstaskInput, type ExpCrosstaskOptions } from './crosstask.ts';
 export { runExpAblate, resolveExpAblate, reportAblate, withoutHook, ExpAblateSchema, DEFAULT_ABLATE_TARGET, DEFAULT_ABLATE_METHOD, type ExpAblateInput, type ExpAblateOptions } from './ablate.ts';
@@ -19,8 +19,6 @@ export {
   defaultRunDir,
   initOptionsOf,
   expTargetOptions,
-  targetsByEnv,
-  targetsLabel,
   type CommonOptions,
   type ExpIO,
   type ExpResult,

@@ -4,6 +4,7 @@
  * proposes a patch from each packet (fixed baselines once); every patch is scored on the env's
  * held-out test tasks × seeds, paired with vanilla on the same episodes.
  */
+import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { envDescriptor, inReportOrder } from '../../envs/registry.ts';
 import { TASK_TYPES } from '../../envs/alfworld/index.ts';
@@ -28,7 +29,7 @@ export const ExpMainSchema = z.strictObject({
    * the `hr1 train` config the engineers are trained with when no `engineer` is given (its env,
    * target and seed are the experiment's). @default experiments/configs/train.default.yaml
    */
-  engineerConfig: z.string().optional(),
+  engineerConfig: z.string().refine((f) => existsSync(f), { error: 'does not exist; give an hr1 train config (e.g. experiments/configs/train.default.yaml)' }).optional(),
 });
 
 /** Options of `hr1 exp main` (input: every field optional; see the DEFAULT_* constants). */
@@ -37,6 +38,16 @@ export type ExpMainOptions = z.output<typeof ExpMainSchema>;
 
 export function resolveExpMain(input: unknown): ExpMainOptions {
   return resolveExp(ExpMainSchema, input, 'main');
+}
+
+/**
+ * The target of each env of resolved options (each checked to be trained on its env) and the
+ * distinct targets. ExpError when a map lacks an env or a target was not trained on its env.
+ */
+export function mainTargets(o: Pick<ExpMainOptions, 'target' | 'envs'>): { byEnv: Record<string, string>; targets: string[] } {
+  const byEnv = targetsByEnv(o.target, o.envs);
+  for (const env of o.envs) requireTargetEnvs(byEnv[env]!, [env], typeof o.target === 'string' ? 'target' : `target.${env}`);
+  return { byEnv, targets: [...new Set(Object.values(byEnv))] };
 }
 
 /** The paper's reference (frozen 9B target, average success). */
@@ -54,9 +65,7 @@ export const PAPER_MAIN = {
  */
 export async function runExpMain(input: ExpMainInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
   const o = resolveExpMain(input);
-  const tOf = targetsByEnv(o.target, o.envs);
-  for (const env of o.envs) requireTargetEnvs(tOf[env]!, [env], typeof o.target === 'string' ? 'target' : `target.${env}`);
-  const targets = [...new Set(Object.values(tOf))];
+  const { byEnv: tOf, targets } = mainTargets(o);
   const { methods, meta: mMeta } = methodsMeta(o.methods, o);
   const mopts = methodOptionsOf(o);
   return runExperiment(

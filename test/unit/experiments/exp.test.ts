@@ -83,6 +83,7 @@ test('exp main - a target per env: each env runs its own learned target, run.jso
   t.deepEqual(Object.keys(zoo.target).sort(), ['alfworld', 'dbbench', 'webshop']);
   t.true(Object.values(zoo.target).every((x) => x.startsWith('lm/')));
   t.is(zoo.engineerConfig, 'experiments/configs/train.zoo.yaml');
+  t.throws(() => resolveExpMain({ engineerConfig: 'nope.yaml' }), { message: /main\.engineerConfig: does not exist; give an hr1 train config/ });
 });
 
 test('exp main - killed part way, a rerun does only the missing units and writes identical files', async (t) => {

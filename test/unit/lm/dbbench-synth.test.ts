@@ -3,6 +3,7 @@
  * SQL-knowing teacher played through the real env, the reply renderer, and the context segments.
  */
 import test from 'ava';
+import { createHash } from 'node:crypto';
 import { Rng } from '../../../cluster/rng.ts';
 import { compareV02Read, dbbenchEnv, loadTasks, TASK_TYPES, V02_PROMPT } from '../../../envs/dbbench/index.ts';
 import { runEpisode } from '../../../harness/index.ts';
@@ -141,6 +142,9 @@ test('dbbench synth - mined templates: only training-split writes, and each fill
 test('dbbench synth - wide phrasing: writes phrased as mined training requests, same answers, the teacher wins them; base is the default and unchanged', async (t) => {
   const base = await synthTasks(new Rng('wide:1'), 40, { rename: 0.7 });
   t.deepEqual(await synthTasks(new Rng('wide:1'), 40, { rename: 0.7, phrasing: 'base' }), base);
+  // and the same tasks the generator drew before the option existed (their ids hash name, question
+  // and SQL; digest taken at 55a7759): the built DBBench models' data is unchanged
+  t.is(createHash('sha256').update(JSON.stringify(base.map((x) => x.id))).digest('hex').slice(0, 16), '380eeb9d700c1bdf');
   const wide = await synthTasks(new Rng('wide:1'), 160, { rename: 0.7, phrasing: 'wide' });
   // a filled template is the mined request with other names and values: its fixed text is there
   const fixed = (m: ReturnType<typeof minedTemplates>[number]): string[] => m.pieces.filter((x): x is string => typeof x === 'string' && x.trim().length >= 12);

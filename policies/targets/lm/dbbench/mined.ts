@@ -8,7 +8,7 @@
  * trainingTables()); no dev question is read. Deterministic.
  */
 import { loadTasks } from '../../../../envs/dbbench/index.ts';
-import { devTables, tableNameKey } from './synth.ts';
+import { sharesWithDev } from './synth.ts';
 
 /** a piece of a template: text, or a slot the generator fills */
 export type MinedPiece =
@@ -195,22 +195,20 @@ function templatize(text: string, wants: readonly Want[]): { pieces: MinedPiece[
   return { pieces, found };
 }
 
-const cellKey = (r: readonly (string | null)[]): string => JSON.stringify(r);
 let memo: MinedTemplate[] | null = null;
 
 /**
  * The templates of the training split's INSERT and UPDATE tasks (in data order): INSERTs of 2–7
  * columns whose question has every value; UPDATEs with 1–3 SET pairs whose question has every SET
  * value, every SET column's name and the WHERE value (the WHERE column's name may be missing:
- * `namesKey` false). Tasks on a table that shares a name or a row with a dev table are skipped.
+ * `namesKey` false). Tasks on a table that shares anything with a dev table are skipped (sharesWithDev, as trainingTables()).
  */
 export function minedTemplates(): MinedTemplate[] {
   if (memo) return memo;
-  const dev = devTables();
   const out: MinedTemplate[] = [];
   for (const t of loadTasks({ file: 'v0.2/standard' })) {
     if (t.type !== 'INSERT' && t.type !== 'UPDATE') continue;
-    if (dev.names.has(tableNameKey(t.tableName)) || t.rows.some((r) => dev.rows.has(cellKey(r)))) continue;
+    if (sharesWithDev(t)) continue;
     const sql = t.label[0] ?? '';
     const T: Want = { text: t.tableName, alt: t.tableName.replace(/_/g, ' '), piece: { slot: 'T' }, required: false };
     const col = (c: string): number => t.columns.findIndex((x) => x.toLowerCase() === c.toLowerCase());

@@ -62,20 +62,25 @@ export function devTables(): { names: Set<string>; rows: Set<string>; contents: 
   return devMemo;
 }
 
+/** Whether a table shares its name (tableNameKey), its whole content or any row with a dev table. */
+export function sharesWithDev(t: { tableName: string; columns: readonly string[]; rows: readonly (readonly (string | null)[])[] }): boolean {
+  const dev = devTables();
+  return dev.names.has(tableNameKey(t.tableName)) || dev.contents.has(tableKey(t)) || t.rows.some((r) => dev.rows.has(cellKey(r)));
+}
+
 /**
  * The training split's distinct tables that share nothing with the dev split (no table name, no
  * row) and that SQLite can hold (distinct, non-empty column names without backticks), in data order.
  */
 export function trainingTables(): SynthTable[] {
   if (tablesMemo) return tablesMemo;
-  const dev = devTables();
   const seen = new Set<string>();
   const out: SynthTable[] = [];
   for (const t of loadTasks({ file: 'v0.2/standard' })) {
     const key = tableKey(t);
     if (seen.has(key)) continue;
     seen.add(key);
-    if (dev.names.has(tableNameKey(t.tableName)) || dev.contents.has(key) || t.rows.some((r) => dev.rows.has(cellKey(r)))) continue;
+    if (sharesWithDev(t)) continue;
     const lower = t.columns.map((c) => c.toLowerCase());
     if (new Set(lower).size !== lower.length || t.columns.some((c) => c === '' || c !== c.trim() || c.length > 64 || /[`\n\\]/.test(c))) continue;
     if (/[`\n\\]/.test(t.tableName) || t.tableName.length > 64 || t.rows.length < 3) continue;
