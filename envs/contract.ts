@@ -58,6 +58,13 @@ export interface EnvSession {
   parse(text: string): ParsedAction;
   /** the text a model would have written to take `action` (used when the harness rewrites or forces) */
   render(action: string): string;
+  /**
+   * Whether `action` is valid now although the admissible list cannot name it: a free-form action
+   * such as WebShop's `search[query]` on a page with a search bar. The harness lets a patch's
+   * rewrite_action / force_action play such an action (`usable`); envs without free-form actions
+   * leave it out.
+   */
+  admits?(action: string): boolean;
   /** the next oracle action, for expert models; null when there is none */
   expert?(): Promise<string | null>;
   close(): Promise<void>;

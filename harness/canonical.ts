@@ -8,7 +8,8 @@ import { parsePatch, type Patch, type PatchIssue } from './schema.ts';
 
 /** bumped when the runtime's semantics change; part of every episode key */
 // 3: WebShop's goal is the instruction (it was the session name), which hooks read as ctx.task.goal
-export const HARNESS_RUNTIME_VERSION = 'hr1-harness/3';
+// 4: a rewrite or force may play a free-form action the env admits (WebShop's search[query])
+export const HARNESS_RUNTIME_VERSION = 'hr1-harness/4';
 
 /** JSON with keys sorted at every level and no whitespace; undefined fields dropped */
 export function canonicalJson(x: unknown): string {

@@ -430,7 +430,7 @@ class Episode {
   /** an action from a hook is usable when it is text and admissible where that is known */
   private usable(action: string): boolean {
     const a = action.trim();
-    return a.length > 0 && (this.admissible === null || this.admissible.includes(a));
+    return a.length > 0 && (this.admissible === null || this.admissible.includes(a) || this.session.admits?.(a) === true);
   }
 
   // ---------------------------------------------------------------- the loop

@@ -65,6 +65,10 @@ class WebshopSession implements EnvSession {
       end: r.done ? (r.info.limit ? 'step_limit' : 'bought') : undefined,
     });
   }
+  /** a search with a non-empty query on the search page (the only free-form action WebShop has) */
+  admits(action: string): boolean {
+    return this.state !== null && !this.state.done && this.state.page === 'search' && /^search\[[^\]\n]*\S[^\]\n]*\]$/.test(action) && action.length <= 300;
+  }
   parse(text: string): ParsedAction {
     return parseWebshopAction(text);
   }

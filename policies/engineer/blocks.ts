@@ -130,6 +130,63 @@ export const BLOCKS: readonly Block[] = [
   }`,
   },
   {
+    id: 'explore_unvisited',
+    hooks: ['preAction'],
+    params: [{ name: 'when', choices: ['inadmissible', 'revisit'] }],
+    doc: 'rewrite a "go to" that is not admissible (when revisit: or that goes back to a place in nb.visited) to the first admissible "go to" of a place not in nb.visited',
+    body: `if (ctx.proposed && ctx.admissible && /^go to /.test(ctx.proposed.action)) {
+    var v = list('visited'), bad = ctx.admissible.indexOf(ctx.proposed.action) < 0 || (P.when === 'revisit' && v.indexOf(ctx.proposed.action.slice(6)) >= 0);
+    if (bad) for (var i = 0; i < ctx.admissible.length; i++) {
+      var c = ctx.admissible[i];
+      if (/^go to /.test(c) && c !== ctx.proposed.action && v.indexOf(c.slice(6)) < 0) { out.push({ type: 'rewrite_action', action: c }); break; }
+    }
+  }`,
+  },
+  {
+    id: 'take_goal_object',
+    hooks: ['preAction'],
+    params: [],
+    doc: 'with nothing in nb.held, rewrite the proposal to an admissible "take X from Y" whose object kind X the goal names (the goal object in view is taken)',
+    body: `if (ctx.proposed && ctx.admissible && !(typeof nb.held === 'string' && nb.held) && !/^take /.test(ctx.proposed.action)) {
+    var g = ' ' + words(ctx.task.goal).join(' ') + ' ';
+    for (var i = 0; i < ctx.admissible.length; i++) {
+      var m = /^take ([a-z]+) \\d+ from /.exec(ctx.admissible[i]);
+      if (m && g.indexOf(' ' + m[1] + ' ') >= 0) { out.push({ type: 'rewrite_action', action: ctx.admissible[i] }); break; }
+    }
+  }`,
+  },
+  {
+    id: 'search_goal',
+    hooks: ['preAction'],
+    params: [{ name: 'words', choices: [6, 10, 16] }],
+    doc: 'rewrite a search[...] to a search for the first `words` words of the goal (without the price clause and the "i am looking for" opening)',
+    body: `if (ctx.proposed && /^search\\[/.test(ctx.proposed.action) && ctx.task.goal) {
+    var g = String(ctx.task.goal).toLowerCase().split(/,? and price /)[0];
+    g = g.replace(/^(i am|i'm|im|i|am)\\s+(looking for|interested in buying|interested in|want to buy|want to find|want to get|need to buy|need to find|need|want|would like)\\s+/, '');
+    var q = words(g).slice(0, P.words).join(' ');
+    if (q && 'search[' + q + ']' !== ctx.proposed.action) out.push({ type: 'rewrite_action', action: 'search[' + q + ']' });
+  }`,
+  },
+  {
+    id: 'select_options',
+    hooks: ['preAction'],
+    params: [],
+    doc: 'rewrite a click[buy now] to a click on an option of the page that the goal names and that was not clicked since the product was opened (the longest first)',
+    body: `if (ctx.proposed && ctx.proposed.action === 'click[buy now]' && ctx.admissible) {
+    var g = ' ' + words(ctx.task.goal).join(' ') + ' ', clicked = [], best = null, bl = 0;
+    for (var i = ctx.history.length - 1; i >= 0 && !/^click\\[<|^search\\[/.test(ctx.history[i].action); i--) clicked.push(' ' + words(ctx.history[i].action.slice(6, -1)).join(' ') + ' ');
+    for (var i = 0; i < ctx.admissible.length; i++) {
+      var c = ctx.admissible[i];
+      if (/^click\\[(buy now|back to search|< prev|next >|description|features|reviews|attributes|<.*)\\]$/.test(c)) continue;
+      var t = ' ' + words(c.slice(6, -1)).join(' ') + ' ', dup = false;
+      if (t.length < 3 || g.indexOf(t) < 0) continue;
+      for (var j = 0; j < clicked.length; j++) if (clicked[j].indexOf(t) >= 0) dup = true;
+      if (!dup && t.length > bl) { best = c; bl = t.length; }
+    }
+    if (best !== null) out.push({ type: 'rewrite_action', action: best });
+  }`,
+  },
+  {
     id: 'hint_failed',
     hooks: ['preDecision', 'postFeedback'],
     params: [{ name: 'max', choices: [3, 5, 8] }],

@@ -22,7 +22,7 @@ export const DEFAULT_K = 4;
 
 export const FINDING_KINDS = [
   'loop', 'noop', 'invalid_format', 'sql_error', 'invalid_click', 'step_limit', 'early_finish', 'revisit',
-  'hallucinated', 'missing_table', 'unknown_column', 'empty_answer', 'no_options', 'seen_target',
+  'hallucinated', 'missing_table', 'unknown_column', 'empty_answer', 'no_options', 'seen_target', 'off_query',
 ] as const;
 
 /** A failure the teacher reads off a packet, with how many shown episodes show it. */
@@ -97,6 +97,15 @@ export function diagnose(p: Packet): Finding[] {
   add('unknown_column', cols.filter((x) => x.length).length, `columns that do not exist: ${[...new Set(cols.flat())].join(', ')}`, [...new Set(cols.flat())]);
   add('empty_answer', eps.filter((e) => e.excerpt.some((l) => /Final Answer:\s*\[\s*\]/.test(l.action))).length, 'answers that were an empty list');
   add('no_options', eps.filter((e) => e.excerpt.some((l) => l.action === 'click[buy now]') && !e.excerpt.some((l) => /^click\[/.test(l.action) && !/^click\[(buy now|<product|back to search|next|prev|description|features|reviews|attributes)/i.test(l.action))).length, 'purchases made without choosing an option');
+  // WebShop searches whose words are not the instruction's (a word the goal does not have, or one said twice)
+  const offQuery = eps.flatMap((e) => {
+    const goal = new Set(e.goal.toLowerCase().match(/[a-z]+|[0-9]+/g) ?? []);
+    return e.excerpt.filter((l) => /^search\[/.test(l.action)).flatMap((l) => {
+      const w = l.action.slice(7, -1).toLowerCase().match(/[a-z]+|[0-9]+/g) ?? [];
+      return w.some((x) => !goal.has(x)) || new Set(w).size < w.length ? [l.action] : [];
+    }).slice(0, 1);
+  });
+  add('off_query', offQuery.length, `searches that are not the instruction's words: ${offQuery.slice(0, 2).join(', ')}`);
   // the object the goal asks for, seen in an observation (ALFWorld): where it was
   const seen = eps.flatMap((e) => alfSighting(e) ?? []);
   if (seen.length) out.push({ kind: 'seen_target', episodes: seen.length, evidence: seen.map((x) => `${x.object} at ${x.place}`).join(', '), seen, names: [...new Set(seen.flatMap((x) => [x.goal, x.object, x.place]))] });
@@ -144,6 +153,7 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
         ...(name ? [{ skill: `There is no ${name} in this room. Use only the places and objects you have seen.`, why: `hallucinated names: name the one the packet saw (${name})` }] : []),
         ...(name ? [{ rule: rule('guard', 'preAction', { all: [{ pred: 'proposedInadmissible' }, { path: 'proposed.action', contains: name }] }, { type: 'block_and_prompt', message: `There is no ${name} in this room. Use the exact names from the observation.` }), why: `hallucinated names: block actions on ${name}` }] : []),
         { code: code(rng, 'failed-actions', 'preAction', [['track_failed', 'r'], ['block_failed', 'r']]), why: 'hallucinated names: remember what did nothing and block it' },
+        ...(env === 'alfworld' ? [{ code: code(rng, 'explore', 'preAction', [['track_visited', 'r'], ['explore_unvisited', 0]]), why: 'hallucinated names: a "go to" of a place that is not there goes to one not visited yet' }] : []),
       ];
     case 'noop':
       return [
@@ -152,6 +162,7 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
         { code: code(rng, 'fix', 'preAction', [['track_failed', 'r'], ['escape_loop', 'r']]), why: 'no-op observations: after repeated no-ops, play an admissible action that has not failed' },
         ...(env === 'alfworld' ? [{ skill: 'Go to a receptacle before you interact with it, and open it first if it is closed.', why: 'no-op observations: preconditions of ALFWorld actions' }] : []),
         ...(env === 'alfworld' ? [{ rule: rule('inadmissible', 'preAction', { all: [{ pred: 'proposedInadmissible' }, { path: 'proposed.action', matches: '^go to' }] }, { type: 'block_and_prompt', message: "There is no such place. Only choose from the admissible actions, with the exact object names and numbers." }), why: 'no-op observations: a `go to` that is not admissible is asked again' }] : []),
+        ...(env === 'alfworld' ? [{ code: code(rng, 'explore', 'preAction', [['track_visited', 'r'], ['explore_unvisited', 0]]), why: 'no-op observations: a `go to` that is not admissible goes to a place not visited yet instead' }] : []),
       ];
     case 'loop':
       return [
@@ -166,6 +177,7 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
         { code: code(rng, 'visited', 'preDecision', [['track_visited', 'r'], ['hint_visited', 'r']]), why: `revisits (${f.evidence}): a notebook of visited places, shown as a hint` },
         { code: code(rng, 'notes', 'preDecision', [['track_held'], ['track_visited', 'r'], ['track_failed', 'r'], ['notes', 'r']]), why: 'revisits: one compact notes line (held, checked, failed) each decision' },
         ...(env === 'alfworld' ? [{ code: code(rng, 'visited', 'preDecision', [['track_room'], ['track_visited', 'r'], ['suggest_unvisited', 'r']]), why: 'revisits: suggest places of the room not checked yet' }] : []),
+        ...(env === 'alfworld' ? [{ code: code(rng, 'explore', 'preAction', [['track_visited', 'r'], ['explore_unvisited', 'r']]), why: 'revisits: a `go to` that is not admissible (or goes back) goes to a place not visited yet' }] : []),
         { skill: 'Keep track of the places you already checked and do not go back to them.', why: 'revisits: keep track of visited places' },
         ...(name ? [{ rule: rule('visited', 'preAction', { all: [{ path: 'proposed.action', equals: `go to ${name}` }, { path: 'nb.visited', contains: name }] }, { type: 'block_and_prompt', message: `You already checked ${name}. Choose a different action.` }), why: `revisits: ${name} was visited again in the packet` }] : []),
       ];
@@ -175,6 +187,8 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
         { code: code(rng, 'step-budget', 'preDecision', [['steps_hint', 'r']]), why: 'step limit: warn at a fraction of the budget' },
         { rule: rule('steps-left', 'preDecision', { path: 'limits.stepsLeft', lte: pick([5, 8, 10]) }, { type: 'hint', message: 'Only {{limits.stepsLeft}} steps are left. Finish the task now.' }), why: 'step limit: a countdown hint' },
         ...(env === 'alfworld' ? [{ code: code(rng, 'held', 'preDecision', [['track_held'], ['hint_held']]), why: 'step limit: say what is held, so the agent goes to put it' }] : []),
+        ...(env === 'alfworld' ? [{ code: code(rng, 'take', 'preAction', [['track_held'], ['take_goal_object']]), why: 'step limit: take the goal\'s object as soon as it is in reach, instead of walking past it' }] : []),
+        ...(env === 'alfworld' ? [{ code: code(rng, 'take', 'preAction', [['track_held'], ['track_visited', 'r'], ['take_goal_object'], ['explore_unvisited', 0]]), why: 'step limit: take the goal\'s object when in reach; a `go to` of a place that is not there goes to an unvisited one' }] : []),
         { code: code(rng, 'loop-counter', 'preDecision', [['goal_reminder', 'r']]), why: 'step limit: the goal again every few steps' },
       ];
     case 'invalid_format':
@@ -214,6 +228,13 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
         { rule: rule('buy-check', 'preAction', { all: [{ path: 'proposed.action', equals: 'click[buy now]' }, { path: 'blocks', equals: 0 }, { path: 'step', lt: pick([3, 4, 5]) }] }, { type: 'block_and_prompt', message: 'Before buying, select the options the instruction names (size, color), then check the price and buy.' }), why: `purchases without options (${f.evidence}): ask for the options once before buying` },
         { skill: 'Before buying, select the options the instruction names (size, color), then check the price and buy.', why: 'purchases without options: choose options first' },
         { skill: 'Search with the words of the instruction: the product type and its key attributes. Pick the result whose title matches the instruction best.', why: 'purchases without options: search and pick by the instruction' },
+        { code: code(rng, 'options', 'preAction', [['select_options']]), why: 'purchases without options: before buying, click the options of the page the instruction names' },
+      ];
+    case 'off_query':
+      return [
+        { code: code(rng, 'query', 'preAction', [['search_goal', 'r']]), why: `searches off the instruction (${f.evidence}): search with the instruction's own words` },
+        { code: code(rng, 'query', 'preAction', [['search_goal', 'r'], ['select_options']]), why: "searches off the instruction: search with the instruction's words; before buying, click the options it names" },
+        { skill: 'Search with the words of the instruction: the product type and its key attributes. Pick the result whose title matches the instruction best.', why: 'searches off the instruction: a skill to search with its words' },
       ];
     case 'invalid_click':
       return [
@@ -247,7 +268,7 @@ const STYLES = ['focused', 'broad', 'rules', 'skills', 'code', 'minimal', 'evide
 type Style = (typeof STYLES)[number];
 
 /** findings read off the excerpts themselves (names, errors, sightings), not off the signal counts */
-const EVIDENCE: ReadonlySet<Finding['kind']> = new Set(['hallucinated', 'missing_table', 'unknown_column', 'empty_answer', 'no_options', 'seen_target']);
+const EVIDENCE: ReadonlySet<Finding['kind']> = new Set(['hallucinated', 'missing_table', 'unknown_column', 'empty_answer', 'no_options', 'seen_target', 'off_query']);
 
 function assemble(all: Finding[], env: Env, style: Style, rng: Rng): { patch: Patch; addresses: Finding['kind'][]; rationale: string[] } {
   // an evidence proposal answers only what the excerpts showed (a focused one when they showed nothing)

@@ -9,7 +9,7 @@ import { toPatch, type Patch } from '../../harness/index.ts';
 import { BLOCKS, FINDING_KINDS, engineerToken, patchToTokens, diagnose, packetNames, type Packet } from '../engineer/index.ts';
 
 /** Bump when the vector changes; models record it and refuse a mismatch. */
-export const FEATURE_VERSION = 3;
+export const FEATURE_VERSION = 4;
 
 // the shipped envs only: the vector's layout must not change with registered envs
 const ENVS = [...ENV_NAMES, 'other'] as const;

@@ -2,6 +2,8 @@ import test from 'ava';
 import { loadGames, alfworldEnv } from '../../../envs/alfworld/index.ts';
 import { CodeSandbox, DEFAULT_SMOKE_GAME, baseHarness, composeHarness, runEpisode, scriptedModel } from '../../../harness/index.ts';
 import { BLOCKS, checkBlocks, composeSource, parseComposed, type BlockUse } from '../../../policies/engineer/blocks.ts';
+import { listTasks } from '../../../envs/registry.ts';
+import { webshopEnv } from '../../../envs/webshop/index.ts';
 
 const NO_PRED = { repeatedAction: false, repeatedObservation: false, nothingHappens: false, invalidFormat: false, sqlError: false, stepLimitNear: false, proposedRepeatsLast: false, proposedInadmissible: false };
 
@@ -108,4 +110,52 @@ test('blocks - a block list the library does not admit is refused, and a hand-ed
   const src = composeSource('preDecision', [{ id: 'loop_hint', params: [0] }]);
   t.is(parseComposed('preDecision', src.replace('Try something different', 'Try harder')), null);
   t.is(parseComposed('preDecision', 'function hook(ctx, nb) { return null; }'), null);
+});
+
+test('blocks - explore_unvisited sends an impossible "go to" (and, when revisit, a way back) to a place not visited yet', async (t) => {
+  const adm = ['go to cabinet 1', 'go to drawer 2', 'go to shelf 1', 'look'];
+  const go = (action: string, when: number, visited: string[]) => call('preAction', [{ id: 'explore_unvisited', params: [when] }], ctx({ proposed: { text: action, action }, admissible: adm }), { visited });
+  t.deepEqual((await go('go to shelf 4', 0, ['cabinet 1'])).value, { type: 'rewrite_action', action: 'go to drawer 2' });
+  t.is((await go('go to cabinet 1', 0, ['cabinet 1'])).value, null, 'inadmissible only: a revisit is left alone');
+  t.deepEqual((await go('go to cabinet 1', 1, ['cabinet 1'])).value, { type: 'rewrite_action', action: 'go to drawer 2' });
+  t.is((await go('go to shelf 4', 0, ['cabinet 1', 'drawer 2', 'shelf 1'])).value, null, 'nothing unvisited is left');
+  t.is((await go('take mug 1 from shelf 1', 0, [])).value, null, 'only "go to" proposals');
+});
+
+test('blocks - take_goal_object takes the goal\'s kind of object when it is in reach and nothing is held', async (t) => {
+  const adm = ['go to shelf 1', 'take cd 2 from shelf 1', 'take mug 1 from shelf 1', 'take pen 3 from shelf 1'];
+  const take = (goal: string, nb: Record<string, unknown> = {}, action = 'go to shelf 1') => call('preAction', [{ id: 'take_goal_object', params: [] }], ctx({ task: { id: 't', goal, type: 'x' }, proposed: { text: action, action }, admissible: adm }), nb);
+  t.deepEqual((await take('put a mug in shelf.')).value, { type: 'rewrite_action', action: 'take mug 1 from shelf 1' });
+  t.deepEqual((await take('examine the pen with the desklamp.')).value, { type: 'rewrite_action', action: 'take pen 3 from shelf 1' });
+  t.is((await take('put a mug in shelf.', { held: 'cd 2' })).value, null, 'something is held');
+  t.is((await take('put a pencil in drawer.')).value, null, 'pen is not pencil: whole words only');
+  t.is((await take('put a mug in shelf.', {}, 'take cd 2 from shelf 1')).value, null, 'a take of its own is left alone');
+});
+
+test('blocks - search_goal rewrites a WebShop search to the instruction\'s words; select_options clicks a named option before buying', async (t) => {
+  const goal = 'i am looking for a x-large black t-shirt with long sleeves, and price lower than 30.00 dollars';
+  const q = (action: string, w: number) => call('preAction', [{ id: 'search_goal', params: [w] }], ctx({ env: 'webshop', task: { id: 'w', goal, type: 'shop' }, proposed: { text: action, action } }));
+  t.deepEqual((await q('search[shirt shirt black]', 0)).value, { type: 'rewrite_action', action: 'search[a x large black t shirt]' });
+  t.deepEqual((await q('search[shirt]', 2)).value, { type: 'rewrite_action', action: 'search[a x large black t shirt with long sleeves]' });
+  t.is((await q('click[buy now]', 2)).value, null);
+  const adm = ['click[back to search]', 'click[< prev]', 'click[description]', 'click[buy now]', 'click[large]', 'click[x-large]', 'click[black]', 'click[white]'];
+  const buy = (history: string[]) => call('preAction', [{ id: 'select_options', params: [] }], ctx({ env: 'webshop', task: { id: 'w', goal, type: 'shop' }, proposed: { text: 'click[buy now]', action: 'click[buy now]' }, admissible: adm, history: history.map((action, i) => ({ step: i + 1, action, observation: '' })) }));
+  t.deepEqual((await buy(['search[shirt]', 'click[<product-1>]'])).value, { type: 'rewrite_action', action: 'click[x-large]' }, 'the longest named option first');
+  t.deepEqual((await buy(['search[shirt]', 'click[<product-1>]', 'click[x-large]'])).value, { type: 'rewrite_action', action: 'click[black]' }, '"large" is inside the clicked "x-large": not clicked again');
+  t.is((await buy(['search[shirt]', 'click[<product-1>]', 'click[x-large]', 'click[black]'])).value, null, 'every named option is clicked: the purchase goes through');
+});
+
+test('blocks - in a WebShop episode a rewritten search (a free-form action the env admits) is played and counted', async (t) => {
+  const id = listTasks('webshop', 'dev')[0]!;
+  const harness = composeHarness(baseHarness(), { code: [{ name: 'query', hook: 'preAction', source: composeSource('preAction', [{ id: 'search_goal', params: [1] }]) }] });
+  const rec = await runEpisode(webshopEnv(id), { model: scriptedModel(['search[zzz qqq]', 'click[back to search]', 'search[again]']), harness, maxSteps: 3, seed: 1 });
+  t.true(rec.steps[0]!.rewritten, JSON.stringify(rec.steps[0]));
+  t.regex(rec.steps[0]!.action, /^search\[[a-z0-9 ]+\]$/);
+  t.not(rec.steps[0]!.action, 'search[zzz qqq]');
+  t.is(rec.interventions?.executed, 1, 'the third action, a search again, is over the cap (1 of 3 at rate 0.5) and played as proposed');
+  // a rewrite to a search where the page has no search bar is not admitted: it is ignored
+  const clickOnly = composeHarness(baseHarness(), { rules: [{ hook: 'preAction', when: { path: 'proposed.action', equals: 'click[<product-1>]' }, effect: { type: 'rewrite_action', action: 'search[shoes]' } }] });
+  const r2 = await runEpisode(webshopEnv(id), { model: scriptedModel(['search[shoes]', 'click[<product-1>]']), harness: clickOnly, maxSteps: 2, seed: 1 });
+  t.false(r2.steps[1]!.rewritten);
+  t.is(r2.steps[1]!.action, 'click[<product-1>]');
 });
