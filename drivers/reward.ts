@@ -35,12 +35,17 @@ export interface RewardOptions {
    */
   validate?: 'schema' | 'full';
   rollout?: Omit<RolloutOptions, 'cache'>;
+  /**
+   * What Δ measures: 'success' (the share of episodes won) or 'score' (the mean final reward: WebShop's
+   * partial attribute/option/price score; equal to success on ALFWorld and DBBench). @default 'success'
+   */
+  metric?: 'success' | 'score';
 }
 
 export interface RewardResult {
-  /** patched − base success rate; exactly 0 for an invalid patch */
+  /** patched − base success rate (or mean score, with `metric: 'score'`); exactly 0 for an invalid patch */
   delta: number;
-  /** success rates; null when the patch was invalid and nothing ran */
+  /** success rates (or mean scores); null when the patch was invalid and nothing ran */
   base: number | null;
   patched: number | null;
   valid: boolean;
@@ -123,8 +128,19 @@ export async function rewardOf(cluster: Cluster, spec: RewardSpec, opts: RewardO
     if (p && !b) gained++;
     if (b && !p) lost++;
   }
+  const won = { base: wb, patched: wp, gained, lost };
+  if (opts.metric === 'score') {
+    // summed in the same order on both sides, so equal outcomes give exactly 0
+    let sb = 0;
+    let sp = 0;
+    for (let i = 0; i < n; i++) {
+      sb += base[i]!.outcome.reward;
+      sp += patched[i]!.outcome.reward;
+    }
+    return { delta: sp === sb ? 0 : (sp - sb) / n, base: sb / n, patched: sp / n, valid: true, patchHash: check.hash, won, episodes: n };
+  }
   // from integer counts, so equal outcomes give exactly 0
-  return { delta: (wp - wb) / n, base: wb / n, patched: wp / n, valid: true, patchHash: check.hash, won: { base: wb, patched: wp, gained, lost }, episodes: n };
+  return { delta: (wp - wb) / n, base: wb / n, patched: wp / n, valid: true, patchHash: check.hash, won, episodes: n };
 }
 
 /**

@@ -137,6 +137,8 @@ export interface SftOptions {
   packet?: PacketOptions;
   /** 'schema' or 'full' (compile + smoke). @default 'full' */
   validate?: 'schema' | 'full';
+  /** what a proposal's Δ measures (RewardOptions.metric). @default 'success' */
+  metric?: 'success' | 'score';
   onProgress?: (p: SftProgress) => void;
 }
 
@@ -217,7 +219,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
           more[j - 1] = { spec: sj, base: await baseRecords(o.cluster, sj, { validate: o.validate ?? 'full' }) };
         }
         const m = more[j - 1]!;
-        const r = await rewardOf(o.cluster, { ...m.spec, patch, base: m.base }, { validate: o.validate ?? 'full' });
+        const r = await rewardOf(o.cluster, { ...m.spec, patch, base: m.base }, { validate: o.validate ?? 'full', ...(o.metric ? { metric: o.metric } : {}) });
         if (!r.valid) return null;
         if (verifyRule === 'all' && !(r.delta > minDelta)) return null;
         out.push(r.delta);
@@ -227,7 +229,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
     // Δ on the batch and, with verifySeeds > 1, on the other seeds; null when it does not pass.
     // A proposal counts toward the valid total once (its smaller versions under minimize do not)
     const verify = async (patch: unknown, counted = true): Promise<{ deltas: number[]; delta: number; r: Awaited<ReturnType<typeof rewardOf>> } | null> => {
-      const r = await rewardOf(o.cluster, { ...spec, patch, base }, { validate: o.validate ?? 'full' });
+      const r = await rewardOf(o.cluster, { ...spec, patch, base }, { validate: o.validate ?? 'full', ...(o.metric ? { metric: o.metric } : {}) });
       if (!r.valid) return null;
       if (counted) {
         valid++;

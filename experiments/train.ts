@@ -36,6 +36,12 @@ export const TrainConfigSchema = z
     /** tasks per batch B (the reference used 10) */
     batchSize: z.number().int().min(2).max(200).default(10),
     split: z.string().optional(),
+    /**
+     * what Δ (the SFT verification and the GRPO reward) measures: 'success', or 'primary', the
+     * env's primary metric (WebShop's score, which credits a better purchase that is not a full
+     * success; success elsewhere). @default success
+     */
+    reward: z.strictObject({ metric: z.enum(['success', 'primary'], { error: 'must be "success" or "primary"' }).default('success') }).prefault({}),
     model: z.object({ dModel: z.number().int().positive().default(128), nLayers: z.number().int().positive().default(2), nHeads: z.number().int().positive().default(4), maxLen: z.number().int().min(DEFAULT_PROMPT_TOKENS + MAX_COMPLETION_TOKENS, { error: () => `must be at least ${DEFAULT_PROMPT_TOKENS + MAX_COMPLETION_TOKENS}: the packet's ${DEFAULT_PROMPT_TOKENS} prompt tokens and a ${MAX_COMPLETION_TOKENS}-token patch` }).default(768) }).strict().default({ dModel: 128, nLayers: 2, nHeads: 4, maxLen: 768 }),
     sft: z
       .object({
@@ -120,6 +126,11 @@ export { TRAIN_CANDIDATES_FILE, TRAIN_SPLITS_FILE, grpoBatch, trainPairs, trainS
 import { TRAIN_CANDIDATES_FILE, TRAIN_SPLITS_FILE, grpoBatch, trainPairs, trainSplits } from './train-plan.ts';
 
 /** Read a YAML config (optional) and merge CLI overrides; errors name the option path. */
+/** What Δ measures for `env` under `cfg` (RewardOptions.metric). */
+export function rewardMetric(cfg: Pick<TrainConfig, 'reward'>, env: string): 'success' | 'score' {
+  return cfg.reward.metric === 'primary' ? envDescriptor(env).metrics[0] : 'success';
+}
+
 export function resolveTrainConfig(file: string | undefined, overrides: Record<string, unknown>): TrainConfig {
   let base: unknown = {};
   if (file) {
@@ -252,7 +263,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     for (const { env, target } of pairs) {
       const batches = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split: splitOf(env), seed: cfg.seed });
       const file = pairs.length === 1 ? 'sft.jsonl' : `sft-${env}.jsonl`;
-      const ds = await buildSftDataset({ cluster, env, target, batches, k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
+      const ds = await buildSftDataset({ cluster, env, target, batches, metric: rewardMetric(cfg, env), k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
       rows.push(...ds.rows);
       partsDropped += ds.summary.partsDropped;
     }
@@ -343,7 +354,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         patches = keep.map((i) => patches[i]!);
       }
       const tV = performance.now();
-      const rewards = await rewardGroup(cluster, { env, target, episodes: batch, patches, cache, base: base.records });
+      const rewards = await rewardGroup(cluster, { env, target, episodes: batch, patches, cache, base: base.records }, { metric: rewardMetric(cfg, env) });
       const msValidation = performance.now() - tV;
       const { kept, deltas, valid, dropped } = scoredGroup(it, rewards.results);
       // every candidate of the group with its reward, so its episodes can be read later (the dashboard, hr1 episodes export)

@@ -410,6 +410,9 @@ expCommon(expCmd.command('main').description('per env and on average: vanilla, R
 expCommon(expCmd.command('sweep').description('one method applied without retuning to many targets: gain per target × env, positive cells, a heatmap'))
   .option('--targets <list>', 'target specs, comma-separated (sim, openai and lm mix; "zoo" = every lm/ zoo model, "sims" = every sim profile)', list)
   .option('--method <name>', 'the method (e.g. engineer-grpo, prompted-editor)')
+  .option('--engineer-targets <spec>', 'without --engineer: train (or find trained earlier) the engineers on these targets, one per env (alfworld=lm/…,webshop=lm/…), as exp main does')
+  .option('--engineer-config <file>', 'the hr1 train config of those engineers (default experiments/configs/train.default.yaml)')
+  .option('--no-train-engineer', 'do not train the engineers when --engineer is not given')
   .action(async (o) => {
     const { runExpCommand } = await import('../commands/exp.ts');
     await runExpCommand('sweep', o);

@@ -14,6 +14,8 @@ export type ExpCommandOptions = Record<string, unknown> & {
 };
 
 const wantsEngineer = (m: unknown) => typeof m === 'string' && m.startsWith('engineer-');
+/** the train split of each env an experiment's `splits` overrides: its engineers train there too */
+const trainSplitsOf = (splits: Record<string, { train: string }> | undefined): Record<string, string> => Object.fromEntries(Object.entries(splits ?? {}).map(([env, r]) => [env, r.train]));
 
 /**
  * Run an experiment from its flags. `hr1 exp main` without `--engineer` first trains the engineers
@@ -49,14 +51,30 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
     // the experiment's own cluster options (flags over its config file), so training runs where the experiment does
     const rt = await init(exp.initOptionsOf(resolved));
     try {
-      const engineer = await ensureEngineers(rt.cluster, resolved.envs, resolved.target, resolved.seed, resolved.engineerConfig ? { config: resolved.engineerConfig } : {});
+      const engineer = await ensureEngineers(rt.cluster, resolved.envs, resolved.target, resolved.seed, { ...(resolved.engineerConfig ? { config: resolved.engineerConfig } : {}), trainSplits: trainSplitsOf(resolved.splits) });
       await exp.runExpMain({ ...opts, engineer }, { cluster: rt.cluster, note: rt.note });
     } finally {
       await rt.shutdown();
     }
     return;
   }
-  if (name === 'sweep') await exp.runExpSweep(opts);
+  if (name === 'sweep') {
+    const resolved = exp.resolveExpSweep(opts);
+    // engineers trained on engineerTargets (the main job's, from its cache), then applied unchanged to every target
+    if (!resolved.engineer && trainEngineers && wantsEngineer(resolved.method) && resolved.engineerTargets) {
+      const { ensureEngineers } = await import('../exp/engineers.ts');
+      const byEnv = exp.targetsByEnv(resolved.engineerTargets, resolved.envs, 'engineerTargets');
+      const rt = await init(exp.initOptionsOf(resolved));
+      try {
+        const engineer = await ensureEngineers(rt.cluster, resolved.envs, byEnv, resolved.seed, { ...(resolved.engineerConfig ? { config: resolved.engineerConfig } : {}), trainSplits: trainSplitsOf(resolved.splits) });
+        await exp.runExpSweep({ ...opts, engineer }, { cluster: rt.cluster, note: rt.note });
+      } finally {
+        await rt.shutdown();
+      }
+      return;
+    }
+    await exp.runExpSweep(opts);
+  }
   else if (name === 'crosstask') await exp.runExpCrosstask(opts);
   else if (name === 'ablate') await exp.runExpAblate(opts);
   else if (name === 'coevolve') await exp.runExpCoevolve(opts);

@@ -68,8 +68,8 @@ export async function runExpAblate(input: ExpAblateInput & { config?: string }, 
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];
       for (const env of o.envs) {
-        const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed), o.test.seeds);
-        const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed });
+        const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]), o.test.seeds);
+        const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed, roles: o.splits?.[env] });
         const vkey = unitKey({ exp: 'ablate', env, target: o.target, method: 'vanilla', packet: null, episodes });
         plan.push(() => x.evalUnit({ key: vkey, label: `${env} vanilla`, env, target: o.target, method: 'vanilla', packet: null, episodes, patch: async () => ({ patch: null, packetHash: null }) }));
         const packets = m.fixed ? [null] : batches.map((_, i) => i);

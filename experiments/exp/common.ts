@@ -6,7 +6,7 @@ import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ENV_NAMES, envDescriptor, envNames, isEnvName } from '../../envs/registry.ts';
+import { ENV_NAMES, envDescriptor, envNames, isEnvName, listTasks } from '../../envs/registry.ts';
 import { z } from 'zod';
 import { init, type InitOptions } from '../../cluster/init.ts';
 import type { Cluster } from '../../cluster/client.ts';
@@ -19,7 +19,7 @@ import { playableMeta } from '../../policies/targets/lm/vendor.ts';
 import { isDecodeGraph } from '../../learner/onnx-meta.ts';
 import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts';
 import { ExpError } from '../runner/errors.ts';
-import { ExpRun, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
+import { ExpRun, episodesOf, rolesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import { assertDisjoint, describeSet, type EpisodeSet } from '../../drivers/splits.ts';
 import { TRAIN_SPLITS_FILE, type TrainSplits } from '../train-plan.ts';
 import { getMethod, methodAvailable, type Method, type MethodOptions } from '../runner/methods.ts';
@@ -97,6 +97,28 @@ export const commonShape = {
       select: z.enum(['first', 'best-of-k'], { error: 'must be "first" or "best-of-k"' }).default(DEFAULT_EDITOR.select),
     })
     .prefault({}),
+  /**
+   * per env, which splits play the train role (packets, and the engineers' SFT and GRPO batches
+   * when exp main trains them) and the test role, over the env's own (EnvSplits); their tasks must
+   * be disjoint. E.g. `alfworld: {train: seen_dev, test: [seen_test]}` for targets trained on valid_train.
+   */
+  splits: z
+    .record(z.string(), z.strictObject({ train: z.string(), test: z.array(z.string()).min(1, 'name at least one test split') }))
+    .superRefine((m, ctx) => {
+      for (const [env, r] of Object.entries(m)) {
+        if (!isEnvName(env)) {
+          ctx.addIssue({ code: 'custom', path: [env], message: `unknown env "${env}": must be one of ${envNames().join(', ')}` });
+          continue;
+        }
+        const names = envDescriptor(env).splits.names;
+        for (const [i, sp] of [r.train, ...r.test].entries()) if (!names.includes(sp)) ctx.addIssue({ code: 'custom', path: [env, i === 0 ? 'train' : 'test'], message: `${env} has no split "${sp}"; use one of ${names.join(', ')}` });
+        if (![r.train, ...r.test].every((sp) => names.includes(sp))) continue;
+        const train = new Set(listTasks(env, r.train));
+        const shared = r.test.flatMap((sp) => listTasks(env, sp)).filter((t) => train.has(t));
+        if (shared.length) ctx.addIssue({ code: 'custom', path: [env], message: `${env}: the train split ${r.train} and the test splits ${r.test.join(', ')} share ${shared.length} tasks (${shared[0]}, …); give splits with disjoint tasks` });
+      }
+    })
+    .optional(),
   /** an engineer checkpoint/ONNX path for engineer methods; `openai:<base-url>#<model>` for llm-editor */
   engineer: z.string().optional(),
   /** the prompted LLM editor's settings (experiments/runner/llm-editor.ts); absent: its defaults */
@@ -137,6 +159,19 @@ export const targetPerEnvSchema = z.preprocess(
   (v) => (typeof v === 'string' && /^[a-z][\w-]*=/.test(v) ? Object.fromEntries(v.split(',').map((kv) => [kv.slice(0, kv.indexOf('=')).trim(), kv.slice(kv.indexOf('=') + 1).trim()])) : v),
   z.union([target, z.record(z.string().refine(isEnvName, { error: () => `must be one of ${envNames().join(', ')}` }), target)], { error: 'must be a target spec, or a map of env to target spec (alfworld: lm/…)' }),
 );
+
+/**
+ * Where the engineers of an experiment other than `main` come from when no `engineer` folder is
+ * given: trained (or found trained earlier, under runs/engineers/<hash>/) on `engineerTargets`, one
+ * per env, with the train config `engineerConfig`, exactly as `hr1 exp main` trains them, so a
+ * sweep uses the main job's engineers, not retuned.
+ */
+export const engineerTrainShape = {
+  /** the targets the engineers are trained on (a spec, or a map of env to spec); absent: an engineer row needs `engineer` */
+  engineerTargets: targetPerEnvSchema.optional(),
+  /** the `hr1 train` config the engineers are trained with. @default experiments/configs/train.default.yaml */
+  engineerConfig: z.string().refine((f) => existsSync(f), { error: 'does not exist; give an hr1 train config (e.g. experiments/configs/train.default.yaml)' }).optional(),
+};
 
 /** The target of each of `envs`: the one spec, or the map's entry (ExpError naming the env a map lacks). */
 export function targetsByEnv(t: string | Record<string, string>, envs: readonly string[], path = 'target'): Record<string, string> {
@@ -279,12 +314,12 @@ export async function ensureLmTargets(targets: readonly string[], log: (line: st
  * SFT and GRPO episodes (its splits.json) — and describe them for run.json. Throws
  * SplitOverlapError on an overlap, ExpError when an engineer run has no splits.json.
  */
-export function checkSplits(o: Pick<CommonOptions, 'envs' | 'seed' | 'test' | 'train'> & { engineer?: string | undefined }, useEngineer: boolean): NonNullable<RunMeta['disjoint']> {
+export function checkSplits(o: Pick<CommonOptions, 'envs' | 'seed' | 'test' | 'train' | 'splits'> & { engineer?: string | undefined }, useEngineer: boolean): NonNullable<RunMeta['disjoint']> {
   const sets: EpisodeSet[] = [];
   const engineers: NonNullable<RunMeta['disjoint']>['engineers'] = {};
   for (const env of o.envs) {
-    sets.push({ name: 'evaluation packets', env, episodes: trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed }).flat() });
-    sets.push({ name: 'test', env, episodes: episodesOf(testTasks(env, o.test.tasks, o.seed), o.test.seeds) });
+    sets.push({ name: 'evaluation packets', env, episodes: trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed, roles: o.splits?.[env] }).flat() });
+    sets.push({ name: 'test', env, episodes: episodesOf(testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]), o.test.seeds) });
     if (!useEngineer || !o.engineer) continue;
     const file = [join(o.engineer, env, TRAIN_SPLITS_FILE), join(o.engineer, TRAIN_SPLITS_FILE)].find((f) => existsSync(f));
     if (!file) {
@@ -308,8 +343,8 @@ export function checkSplits(o: Pick<CommonOptions, 'envs' | 'seed' | 'test' | 't
 export function splitsMeta(o: CommonOptions): RunMeta['splits'] {
   const out: RunMeta['splits'] = {};
   for (const env of o.envs) {
-    const s = envDescriptor(env).splits;
-    out[env] = { train: s.train, test: [...s.test], testTasks: testTasks(env, o.test.tasks, o.seed).length, seeds: o.test.seeds };
+    const s = rolesOf(env, o.splits?.[env]);
+    out[env] = { train: s.train, test: [...s.test], testTasks: testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]).length, seeds: o.test.seeds };
   }
   return out;
 }

@@ -4,7 +4,6 @@
  * and its first 10 failed episodes make the packet; each method writes one patch from it; the
  * patch is scored on every test task, paired with vanilla. Mean ± std of the gain over seeds.
  */
-import { envDescriptor } from '../../envs/registry.ts';
 import { z } from 'zod';
 import { Rng } from '../../cluster/rng.ts';
 import { isInfraStatus } from '../../harness/index.ts';
@@ -14,7 +13,7 @@ import { meanStd, type Interval } from '../report/bootstrap.ts';
 import { fmtDelta, fmtMeanStd, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { fmtInterventions, interventionRate } from '../report/data.ts';
-import { primaryMetric, episodesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
+import { primaryMetric, episodesOf, rolesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
 import { commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, testSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { gainOf } from './sweep.ts';
@@ -45,8 +44,8 @@ export function resolveExpCrosstask(input: unknown): ExpCrosstaskOptions {
 }
 
 /** The first `n` failed vanilla episodes of the train split in a seeded shuffle (episode seed s). */
-async function failuresSource(x: ExpRun, env: string, target: string, n: number, s: number): Promise<PacketSource> {
-  const order = new Rng(`crosstask|${env}|${s}`).shuffle(listTasks(env, envDescriptor(env).splits.train));
+async function failuresSource(x: ExpRun, env: string, target: string, n: number, s: number, trainSplit: string): Promise<PacketSource> {
+  const order = new Rng(`crosstask|${env}|${s}`).shuffle(listTasks(env, trainSplit));
   const picked: PacketSource = { packet: extractPacket([]), records: [], episodes: [] };
   // roll the shuffled split in slices until n failures are in hand
   for (let i = 0; i < order.length && picked.records.length < n; i += 40) {
@@ -84,7 +83,7 @@ export async function runExpCrosstask(input: ExpCrosstaskInput & { config?: stri
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];
       for (const env of o.envs) {
-        const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed), o.test.seeds);
+        const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]), o.test.seeds);
         const vkey = unitKey({ exp: 'crosstask', env, target: o.target, method: 'vanilla', packet: null, episodes });
         plan.push(() => x.evalUnit({ key: vkey, label: `${env} vanilla`, env, target: o.target, method: 'vanilla', packet: null, episodes, patch: async () => ({ patch: null, packetHash: null }) }));
         methods.forEach((m, mi) => {
@@ -92,7 +91,7 @@ export async function runExpCrosstask(input: ExpCrosstaskInput & { config?: stri
           for (const s of o.seeds) {
             const key = unitKey({ exp: 'crosstask', env, target: o.target, method: m.name, version: m.version ?? '', packet: s, episodes, failures: o.failures, editor: m.kind === 'editor' ? o.editor : null, engineer: m.kind === 'engineer' ? (o.engineer ?? null) : null });
             plan.push(() =>
-              x.evalUnit({ key, label: `${env} ${m.name} seed ${s}`, env, target: o.target, method: m.name, packet: s, episodes, patch: async () => x.propose(m, { env, target: o.target, source: await failuresSource(x, env, o.target, o.failures, s), seed: s, options: mopts }) }),
+              x.evalUnit({ key, label: `${env} ${m.name} seed ${s}`, env, target: o.target, method: m.name, packet: s, episodes, patch: async () => x.propose(m, { env, target: o.target, source: await failuresSource(x, env, o.target, o.failures, s, rolesOf(env, o.splits?.[env]).train), seed: s, options: mopts }) }),
             );
           }
         });

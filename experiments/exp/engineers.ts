@@ -22,27 +22,30 @@ export const ENGINEER_TRAIN_CONFIG = 'experiments/configs/train.default.yaml';
  * The folder the engineers of (target, seed, train config) are cached in (a target per env: the
  * whole map keys it; a config other than the default: its text does).
  */
-export function engineersDir(target: string | Readonly<Record<string, string>>, seed: number, config: string = ENGINEER_TRAIN_CONFIG): string {
+export function engineersDir(target: string | Readonly<Record<string, string>>, seed: number, config: string = ENGINEER_TRAIN_CONFIG, trainSplits: Readonly<Record<string, string>> = {}): string {
   const t = typeof target === 'string' ? target : JSON.stringify(Object.entries(target).sort(([a], [b]) => (a < b ? -1 : 1)));
   const c = config === ENGINEER_TRAIN_CONFIG ? '' : `|c${createHash('sha256').update(readFileSync(config)).digest('hex').slice(0, 12)}`;
-  return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}${c}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}`).digest('hex').slice(0, 10));
+  // an env trained on another split than its own train split (an experiment's splits.<env>.train) keys the folder too
+  const sp = Object.keys(trainSplits).length ? `|t${JSON.stringify(Object.entries(trainSplits).sort(([a], [b]) => (a < b ? -1 : 1)))}` : '';
+  return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}${c}${sp}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}`).digest('hex').slice(0, 10));
 }
 
 /**
  * Train (or find trained earlier) one engineer per env on `cluster` with the train config `config`
  * (its env, target and seed replaced by the experiment's); returns the folder for `--engineer`.
  */
-export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string | Readonly<Record<string, string>>, seed: number, o: { log?: (line: string) => void; config?: string } = {}): Promise<string> {
+export async function ensureEngineers(cluster: Cluster, envs: readonly string[], target: string | Readonly<Record<string, string>>, seed: number, o: { log?: (line: string) => void; config?: string; trainSplits?: Readonly<Record<string, string>> } = {}): Promise<string> {
   const log = o.log ?? ((l: string) => process.stderr.write(`${l}\n`));
   const config = o.config ?? ENGINEER_TRAIN_CONFIG;
-  const dir = engineersDir(target, seed, config);
+  const trainSplits = Object.fromEntries(Object.entries(o.trainSplits ?? {}).filter(([env]) => envs.includes(env)));
+  const dir = engineersDir(target, seed, config, trainSplits);
   for (const env of envs) {
     const out = join(dir, env);
     if (existsSync(join(out, 'engineer.onnx')) && existsSync(join(out, 'engineer-sft.onnx'))) {
       log(`engineer for ${env}: ${out} (trained earlier)`);
       continue;
     }
-    const cfg = resolveTrainConfig(config, { env, target: typeof target === 'string' ? target : target[env]!, seed, out });
+    const cfg = resolveTrainConfig(config, { env, target: typeof target === 'string' ? target : target[env]!, seed, out, split: trainSplits[env] });
     log(`engineer for ${env}: training (SFT, then ${cfg.grpo.iterations} GRPO iterations) into ${out}`);
     await trainEngineer(cluster, cfg, log);
   }

@@ -18,6 +18,7 @@ export {
   DEFAULT_ROLLOUT,
   defaultRunDir,
   initOptionsOf,
+  targetsByEnv,
   expTargetOptions,
   type CommonOptions,
   type ExpIO,

@@ -4,7 +4,6 @@
  * proposes a patch from each packet (fixed baselines once); every patch is scored on the env's
  * held-out test tasks × seeds, paired with vanilla on the same episodes.
  */
-import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { envDescriptor, inReportOrder } from '../../envs/registry.ts';
 import { TASK_TYPES } from '../../envs/alfworld/index.ts';
@@ -14,7 +13,7 @@ import { fmtDelta, fmtPct, mdTable, textTable } from '../report/markdown.ts';
 import { barChart, stripChart } from '../report/plots.ts';
 import { envMetrics, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetPerEnvSchema, targetsByEnv, targetsLabel, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, engineerTrainShape, methodOptionsOf, methodsMeta, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetPerEnvSchema, targetsByEnv, targetsLabel, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 
 /** The frozen target of the main table (one spec, or one per env). @default 'sim/qwen-3b' (SIMULATED) */
 export const DEFAULT_MAIN_TARGET = 'sim/qwen-3b';
@@ -29,7 +28,7 @@ export const ExpMainSchema = z.strictObject({
    * the `hr1 train` config the engineers are trained with when no `engineer` is given (its env,
    * target and seed are the experiment's). @default experiments/configs/train.default.yaml
    */
-  engineerConfig: z.string().refine((f) => existsSync(f), { error: 'does not exist; give an hr1 train config (e.g. experiments/configs/train.default.yaml)' }).optional(),
+  engineerConfig: engineerTrainShape.engineerConfig,
 });
 
 /** Options of `hr1 exp main` (input: every field optional; see the DEFAULT_* constants). */
@@ -77,8 +76,8 @@ export async function runExpMain(input: ExpMainInput & { config?: string }, io: 
       const plan: (() => Promise<unknown>)[] = [];
       for (const env of o.envs) {
         const target = tOf[env]!;
-        const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed), o.test.seeds);
-        const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed });
+        const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]), o.test.seeds);
+        const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed, roles: o.splits?.[env] });
         methods.forEach((m, mi) => {
           if (mMeta[mi]!.available !== true) return;
           const packets = m.fixed ? [null] : batches.map((_, i) => i);

@@ -6,14 +6,14 @@
 import { z } from 'zod';
 import { ZOO } from '../../policies/targets/lm/zoo.ts';
 import { SIM_PROFILES } from '../../policies/targets/sim/profiles.ts';
-import { pairedDelta, type Interval } from '../report/bootstrap.ts';
+import { bootstrapMean, pairedDelta, type Interval } from '../report/bootstrap.ts';
 import { fmtInterventions, interventionRate, taskSeedMatrix } from '../report/data.ts';
 import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { heatmap } from '../report/plots.ts';
 import { envMetrics, primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { Method } from '../runner/methods.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetEnvs, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, engineerTrainShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetEnvs, targetSchema, testSchema, trainSchema, unitKey, type CommonOptions, type ExpIO, type ExpResult, type Report } from './common.ts';
 import type { ExpRun } from '../runner/evaluate.ts';
 
 /** Every SIMULATED profile. */
@@ -28,6 +28,7 @@ export const DEFAULT_SWEEP_TRAIN = { packets: 2, batchSize: 16 };
 
 export const ExpSweepSchema = z.strictObject({
   ...commonShape,
+  ...engineerTrainShape,
   /** target specs; `zoo` stands for every lm/ zoo model (not the -ft variants), `sims` for every sim profile */
   targets: z
     .array(z.union([z.literal('zoo'), z.literal('sims'), targetSchema]))
@@ -47,8 +48,8 @@ export function resolveExpSweep(input: unknown): ExpSweepOptions {
 
 /** Queue the units that score `m` on one target and env: vanilla, then one unit per packet. */
 export function planMethodOnTarget(x: ExpRun, o: CommonOptions, exp: string, m: Method, env: string, evalTarget: string, sourceTarget: string, variant: string, plan: (() => Promise<unknown>)[], withVanilla = true): void {
-  const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed), o.test.seeds);
-  const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed });
+  const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]), o.test.seeds);
+  const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed, roles: o.splits?.[env] });
   const mopts = methodOptionsOf(o);
   if (withVanilla) {
     const key = unitKey({ exp, env, target: evalTarget, method: 'vanilla', packet: null, episodes });
@@ -122,7 +123,9 @@ export function reportSweep(meta: RunMeta, rows: EvalRow[]): Report {
   const label = (t: string) => `${t}${meta.simulated.includes(t) ? ' (SIM)' : ''}`;
   const head = ['target', ...envs.map((e) => `${e} Δ (${primaryMetric(e)})`), 'interventions'];
   const tRows = meta.targets.map((t, i) => [label(t), ...cells[i]!.map((c) => fmtDelta(c)), fmtInterventions(interventionRate(rows.filter((r) => r.target === t && r.method === method.name)))]);
-  const summary = `positive cells: ${positive} of ${flat.length} (CI above 0: ${significant}; negative: ${negative})`;
+  // the mean over cells of each cell's gain, with a bootstrap interval over cells (how much a new target gains on average)
+  const mean = flat.length ? bootstrapMean(flat.map((c) => c.mean), { resamples: b.resamples, level: b.level, seed: `${b.seed}|sweep-mean` }) : null;
+  const summary = `positive cells: ${positive} of ${flat.length} (CI above 0: ${significant}; negative: ${negative})${mean ? `; mean gain ${fmtDelta(mean)} points` : ''}`;
   const md = [
     reportHeader(`exp sweep: ${method.label} on ${meta.targets.length} targets`, meta),
     `**Protocol:** the same method (${method.label}), not retuned, on every target: each target's packets come from its own vanilla rollout of the train batches (${(meta.config.train as { packets: number }).packets} packets of ${(meta.config.train as { batchSize: number }).batchSize} tasks per env); its patches are scored on that target's test episodes, paired with its vanilla. (SIM) marks SIMULATED targets.`,

@@ -7,6 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { baseRecords, rewardOf, type SftRow } from '../../drivers/index.ts';
+import { envDescriptor } from '../../envs/registry.ts';
 import { loadBuiltinEngineer } from '../../policies/engineer/index.ts';
 import { hfRunFile, proposeFromHfRun } from '../../policies/engineer/hf/index.ts';
 import { ExpError } from './errors.ts';
@@ -69,14 +70,16 @@ export const BEST_FIXED_MISSING = 'not available (chosen from an engineer run\'s
  * packet-reading method must beat. Candidates: the verified teacher proposals of the engineer's
  * SFT set (`sft.jsonl`, its `BEST_FIXED_CANDIDATES` with the largest Δ on their own batch,
  * distinct patches); each is rerun on the same `BEST_FIXED_BATCHES` training batches (that
- * engineer's SFT batches, so never evaluation episodes) and the one with the highest mean Δ is
+ * engineer's SFT batches, so never evaluation episodes) and the one with the highest mean Δ of the
+ * env's primary metric (the one the tables report: WebShop's score, success elsewhere) is
  * applied to every test packet. It reads no test packet.
  */
 export const BEST_FIXED_PATCH: Method = {
   name: 'best-fixed-patch',
   label: 'best fixed patch',
   kind: 'engineer',
-  version: 'best-fixed-1',
+  // 2: chosen by the env's primary metric (WebShop's score), the one the tables report
+  version: 'best-fixed-2',
   fixed: true,
   available: (o) => trainedEngineer(o, BEST_FIXED_MISSING),
   async propose(ctx) {
@@ -95,7 +98,7 @@ export const BEST_FIXED_PATCH: Method = {
     for (const c of candidates) {
       let sum = 0;
       for (let i = 0; i < batches.length; i++) {
-        const r = await rewardOf(ctx.cluster, { ...spec, episodes: batches[i]!, patch: c.patch, base: bases[i]! });
+        const r = await rewardOf(ctx.cluster, { ...spec, episodes: batches[i]!, patch: c.patch, base: bases[i]! }, { metric: envDescriptor(ctx.env).metrics[0] });
         sum += r.valid ? r.delta : 0;
       }
       if (sum / batches.length > bestMean) {

@@ -67,9 +67,25 @@ export interface EvalRow extends ResultRow {
   candidates?: CandidatesRecord;
 }
 
-/** Test tasks of an env: its test splits, `tasks` of them (or all) in a seeded shuffle. */
-export function testTasks(env: string, tasks: number | 'all', seed: number, envOptions: EnvOptions = {}): string[] {
+/**
+ * Which split plays which role for an env in one experiment: the env's own (`EnvSplits.train`,
+ * `.test`), or an experiment's override (`splits:` in its config, e.g. ALFWorld packets from
+ * `seen_dev` and tests on `seen_test` for targets that were trained on `valid_train`).
+ */
+export interface SplitRoles {
+  train: string;
+  test: readonly string[];
+}
+
+/** The env's roles, with `override` (an experiment's `splits.<env>`) over them. */
+export function rolesOf(env: string, override?: Partial<SplitRoles>): SplitRoles {
   const s = splitsOf(env);
+  return { train: override?.train ?? s.train, test: override?.test ?? s.test };
+}
+
+/** Test tasks of an env: its test splits (or `roles.test`), `tasks` of them (or all) in a seeded shuffle. */
+export function testTasks(env: string, tasks: number | 'all', seed: number, envOptions: EnvOptions = {}, roles?: Partial<SplitRoles>): string[] {
+  const s = rolesOf(env, roles);
   const all = s.test.flatMap((sp) => listTasks(env, sp, envOptions));
   if (tasks === 'all' || tasks >= all.length) return all;
   return new Rng(`test|${env}|${seed}`).shuffle(all).slice(0, tasks);
@@ -81,11 +97,11 @@ export function episodesOf(tasks: readonly string[], seeds: readonly number[]): 
 }
 
 /**
- * The packet batches of an evaluation (its env's train split), batch i with episode seed
+ * The packet batches of an evaluation (its env's train split, or `roles.train`), batch i with episode seed
  * `SEED_SPACES.packets + seed + i`: apart from the seeds an engineer trains on (drivers/splits.ts).
  */
-export function trainBatches(env: string, o: { packets: number; batchSize: number; seed: number; envOptions?: EnvOptions }): EpisodeRef[][] {
-  const s = splitsOf(env);
+export function trainBatches(env: string, o: { packets: number; batchSize: number; seed: number; envOptions?: EnvOptions; roles?: Partial<SplitRoles> | undefined }): EpisodeRef[][] {
+  const s = rolesOf(env, o.roles);
   return makeBatches(env, { count: o.packets, size: o.batchSize, split: s.train, seed: SEED_SPACES.packets + o.seed, ...(o.envOptions ? { envOptions: o.envOptions } : {}) });
 }
 

@@ -160,3 +160,26 @@ test('sft - patchParts: all skills, each named rule, the unnamed rules together,
   t.false('code' in parts[4]!.without);
   t.deepEqual(patchParts({}), []);
 });
+
+test('reward - metric score measures WebShop\'s partial score on a learned target: a patch that fixes the query gains score that success alone misses', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const cache = new EpisodeCache(':memory:');
+    const eps = listTasks('webshop', 'train').slice(0, 30).map((taskId) => ({ taskId, seed: 1 }));
+    const spec = { env: 'webshop', target: 'lm/ws-s-256-srt-hi', episodes: eps, cache };
+    const { composeSource } = await import('../../../policies/engineer/blocks.ts');
+    const patch = { code: [{ name: 'query', hook: 'preAction', source: composeSource('preAction', [{ id: 'search_goal', params: [2] }, { id: 'select_options', params: [] }]) }] };
+    const succ = await rewardOf(rt.cluster, { ...spec, patch });
+    const score = await rewardOf(rt.cluster, { ...spec, patch }, { metric: 'score' });
+    t.true(score.valid && succ.valid);
+    // the same episodes (from the cache), read two ways
+    t.deepEqual(score.won, succ.won);
+    t.true(score.base! > succ.base!, `a mean score above the success rate (partial purchases): ${score.base} vs ${succ.base}`);
+    t.not(score.delta, succ.delta);
+    t.true(score.delta > 0, `Δ score ${score.delta}`);
+    // exactly 0 for a patch that changes nothing
+    t.is((await rewardOf(rt.cluster, { ...spec, patch: NOOP }, { metric: 'score' })).delta, 0);
+  } finally {
+    await rt.shutdown();
+  }
+});

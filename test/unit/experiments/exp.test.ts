@@ -249,3 +249,27 @@ test('ablate - withoutHook drops the hook\'s rules and code, and skills with ini
   t.is(withoutHook({ skills: ['s'] }, 'init').patch, null);
   t.is(withoutHook(p, 'postFeedback').removed, 0);
 });
+
+test('splits - an experiment may give an env other train and test splits: ALFWorld\'s valid_seen halves; packets, tests and run.json follow; overlapping or unknown splits are refused', async (t) => {
+  const { listTasks } = await import('../../../envs/registry.ts');
+  const { testTasks, trainBatches } = await import('../../../experiments/runner/evaluate.ts');
+  const { splitsMeta } = await import('../../../experiments/exp/common.ts');
+  const seen = listTasks('alfworld', 'valid_seen');
+  const dev = listTasks('alfworld', 'seen_dev');
+  const tst = listTasks('alfworld', 'seen_test');
+  t.is(dev.length + tst.length, seen.length);
+  t.deepEqual([...dev, ...tst].sort(), [...seen].sort(), 'the halves partition valid_seen');
+  t.true(Math.abs(dev.length - tst.length) <= 1);
+  const roles = { train: 'seen_dev', test: ['seen_test'] };
+  const o = resolveExpMain({ ...SMALL, envs: ['alfworld', 'webshop'], splits: { alfworld: roles } });
+  const devSet = new Set(dev);
+  const tstSet = new Set(tst);
+  t.true(testTasks('alfworld', 10, 0, {}, o.splits?.alfworld).every((x) => tstSet.has(x)));
+  t.true(trainBatches('alfworld', { packets: 2, batchSize: 12, seed: 0, roles: o.splits?.alfworld }).flat().every((e) => devSet.has(e.taskId)));
+  const meta = splitsMeta(o);
+  t.deepEqual([meta.alfworld!.train, meta.alfworld!.test], ['seen_dev', ['seen_test']]);
+  t.is(meta.webshop!.train, 'train', 'an env without an override keeps its own splits');
+  t.throws(() => resolveExpMain({ ...SMALL, splits: { alfworld: { train: 'valid_seen', test: ['seen_test'] } } }), { message: /share 70 tasks.*disjoint/ });
+  t.throws(() => resolveExpMain({ ...SMALL, splits: { alfworld: { train: 'nope', test: ['seen_test'] } } }), { message: /alfworld has no split "nope"/ });
+  t.throws(() => resolveExpMain({ ...SMALL, splits: { mars: { train: 'a', test: ['b'] } } }), { message: /must be one of/ });
+});
