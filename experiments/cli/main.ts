@@ -418,17 +418,23 @@ expCommon(expCmd.command('sweep').description('one method applied without retuni
     await runExpCommand('sweep', o);
   });
 expCommon(expCmd.command('crosstask').description('N failures from training tasks → one patch → gain on all held-out tasks, mean ± std over seeds'))
-  .option('--target <spec>', 'target')
+  .option('--target <spec>', 'target, or one per env: alfworld=lm/…,webshop=lm/…')
   .option('--methods <list>', 'methods', list)
   .option('--failures <n>', 'failures in the packet', parsePositiveInt('--failures'))
   .option('--seeds <list>', 'seeds, e.g. 0,1,2', parseIntListOpt('--seeds', { min: 0 }))
+  .option('--engineer-targets <spec>', 'without --engineer: train (or find trained earlier) the engineers on these targets, one per env (alfworld=lm/…,webshop=lm/…), as exp main does')
+  .option('--engineer-config <file>', 'the hr1 train config of those engineers (default experiments/configs/train.default.yaml)')
+  .option('--no-train-engineer', 'do not train the engineers when --engineer is not given')
   .action(async (o) => {
     const { runExpCommand } = await import('../commands/exp.ts');
     await runExpCommand('crosstask', o);
   });
 expCommon(expCmd.command('ablate').description('a method\'s patches with each hook removed in turn: the drop in gain per env'))
-  .option('--target <spec>', 'target')
+  .option('--target <spec>', 'target, or one per env: alfworld=lm/…,webshop=lm/…')
   .option('--method <name>', 'the method')
+  .option('--engineer-targets <spec>', 'without --engineer: train (or find trained earlier) the engineers on these targets, one per env (alfworld=lm/…,webshop=lm/…), as exp main does')
+  .option('--engineer-config <file>', 'the hr1 train config of those engineers (default experiments/configs/train.default.yaml)')
+  .option('--no-train-engineer', 'do not train the engineers when --engineer is not given')
   .action(async (o) => {
     const { runExpCommand } = await import('../commands/exp.ts');
     await runExpCommand('ablate', o);

@@ -58,25 +58,25 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
     }
     return;
   }
-  if (name === 'sweep') {
-    const resolved = exp.resolveExpSweep(opts);
-    // engineers trained on engineerTargets (the main job's, from its cache), then applied unchanged to every target
-    if (!resolved.engineer && trainEngineers && wantsEngineer(resolved.method) && resolved.engineerTargets) {
+  if (name === 'sweep' || name === 'ablate' || name === 'crosstask') {
+    const resolved = name === 'sweep' ? exp.resolveExpSweep(opts) : name === 'ablate' ? exp.resolveExpAblate(opts) : exp.resolveExpCrosstask(opts);
+    const run = (o: Record<string, unknown>, io?: { cluster: import('../../cluster/client.ts').Cluster; note: string }) =>
+      name === 'sweep' ? exp.runExpSweep(o, io) : name === 'ablate' ? exp.runExpAblate(o, io) : exp.runExpCrosstask(o, io);
+    const wanted = 'methods' in resolved ? resolved.methods.some(wantsEngineer) : wantsEngineer(resolved.method);
+    // engineers trained on engineerTargets (the main job's, from its cache), then applied unchanged
+    if (!resolved.engineer && trainEngineers && wanted && resolved.engineerTargets) {
       const { ensureEngineers } = await import('../exp/engineers.ts');
       const byEnv = exp.targetsByEnv(resolved.engineerTargets, resolved.envs, 'engineerTargets');
       const rt = await init(exp.initOptionsOf(resolved));
       try {
         const engineer = await ensureEngineers(rt.cluster, resolved.envs, byEnv, resolved.seed, { ...(resolved.engineerConfig ? { config: resolved.engineerConfig } : {}), trainSplits: trainSplitsOf(resolved.splits) });
-        await exp.runExpSweep({ ...opts, engineer }, { cluster: rt.cluster, note: rt.note });
+        await run({ ...opts, engineer }, { cluster: rt.cluster, note: rt.note });
       } finally {
         await rt.shutdown();
       }
       return;
     }
-    await exp.runExpSweep(opts);
-  }
-  else if (name === 'crosstask') await exp.runExpCrosstask(opts);
-  else if (name === 'ablate') await exp.runExpAblate(opts);
-  else if (name === 'coevolve') await exp.runExpCoevolve(opts);
+    await run(opts);
+  } else if (name === 'coevolve') await exp.runExpCoevolve(opts);
   else throw new CommandError('BAD_OPTION', `unknown experiment "${String(name)}"; choose one of ${EXP_NAMES.join(', ')}`);
 }

@@ -11,7 +11,7 @@ import { fmtDelta, mdTable, textTable } from '../report/markdown.ts';
 import { barChart } from '../report/plots.ts';
 import { primaryMetric, episodesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, engineerTrainShape, methodOptionsOf, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, checkSplits, splitsMeta, targetPerEnvSchema, targetsByEnv, targetsLabel, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { gainOf } from './sweep.ts';
 
 export const DEFAULT_ABLATE_TARGET = 'sim/qwen-3b';
@@ -20,8 +20,10 @@ export const DEFAULT_ABLATE_METHOD = 'prompted-editor';
 
 export const ExpAblateSchema = z.strictObject({
   ...commonShape,
-  target: targetSchema.default(DEFAULT_ABLATE_TARGET),
+  /** the target, or one per env (`alfworld: lm/…`; `--target alfworld=lm/a,webshop=lm/b`) */
+  target: targetPerEnvSchema.default(DEFAULT_ABLATE_TARGET),
   method: z.string().default(DEFAULT_ABLATE_METHOD),
+  ...engineerTrainShape,
 });
 export type ExpAblateInput = z.input<typeof ExpAblateSchema>;
 export type ExpAblateOptions = z.output<typeof ExpAblateSchema>;
@@ -55,7 +57,9 @@ export function withoutHook(patch: unknown, hook: string): { patch: unknown; rem
  */
 export async function runExpAblate(input: ExpAblateInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
   const o = resolveExpAblate(input);
-  requireTargetEnvs(o.target, o.envs, 'target');
+  const byEnv = targetsByEnv(o.target, o.envs);
+  for (const env of o.envs) requireTargetEnvs(byEnv[env]!, [env], typeof o.target === 'string' ? 'target' : `target.${env}`);
+  const targets = [...new Set(Object.values(byEnv))];
   const { methods, meta: mMeta } = methodsMeta([o.method], o, 'method');
   requireAvailable(mMeta[0]!, 'method');
   const m = methods[0]!;
@@ -63,30 +67,31 @@ export async function runExpAblate(input: ExpAblateInput & { config?: string }, 
   return runExperiment(
     'ablate',
     o,
-    { targets: [o.target], simulated: simulatedOf([o.target]), methods: mMeta, splits: splitsMeta(o), disjoint: checkSplits(o, mMeta.some((m) => m.kind === 'engineer' && m.available === true)) },
+    { targets, ...(typeof o.target === 'string' ? {} : { targetByEnv: byEnv }), simulated: simulatedOf(targets), methods: mMeta, splits: splitsMeta(o), disjoint: checkSplits(o, mMeta.some((m) => m.kind === 'engineer' && m.available === true)) },
     io,
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];
       for (const env of o.envs) {
+        const target = byEnv[env]!;
         const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]), o.test.seeds);
         const batches = trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed, roles: o.splits?.[env] });
-        const vkey = unitKey({ exp: 'ablate', env, target: o.target, method: 'vanilla', packet: null, episodes });
-        plan.push(() => x.evalUnit({ key: vkey, label: `${env} vanilla`, env, target: o.target, method: 'vanilla', packet: null, episodes, patch: async () => ({ patch: null, packetHash: null }) }));
+        const vkey = unitKey({ exp: 'ablate', env, target: target, method: 'vanilla', packet: null, episodes });
+        plan.push(() => x.evalUnit({ key: vkey, label: `${env} vanilla`, env, target: target, method: 'vanilla', packet: null, episodes, patch: async () => ({ patch: null, packetHash: null }) }));
         const packets = m.fixed ? [null] : batches.map((_, i) => i);
         for (const p of packets) {
           const batch = p === null ? null : batches[p]!;
           const seed = o.seed * 1000 + (p ?? 0);
-          const base = { exp: 'ablate', env, target: o.target, method: m.name, version: m.version ?? '', packet: p, episodes, batch, seed, editor: m.kind === 'editor' ? o.editor : null, engineer: m.kind === 'engineer' ? (o.engineer ?? null) : null };
+          const base = { exp: 'ablate', env, target: target, method: m.name, version: m.version ?? '', packet: p, episodes, batch, seed, editor: m.kind === 'editor' ? o.editor : null, engineer: m.kind === 'engineer' ? (o.engineer ?? null) : null };
           const fullKey = unitKey({ ...base, variant: 'full' });
           const tag = p === null ? '' : ` packet ${p + 1}/${batches.length}`;
-          plan.push(() => x.evalUnit({ key: fullKey, label: `${env} ${m.name} full${tag}`, env, target: o.target, method: m.name, packet: p, variant: 'full', episodes, patch: async () => x.propose(m, { env, target: o.target, source: batch ? await x.packet(env, o.target, batch) : null, seed, options: mopts }) }));
+          plan.push(() => x.evalUnit({ key: fullKey, label: `${env} ${m.name} full${tag}`, env, target: target, method: m.name, packet: p, variant: 'full', episodes, patch: async () => x.propose(m, { env, target: target, source: batch ? await x.packet(env, target, batch) : null, seed, options: mopts }) }));
           for (const h of HOOKS) {
             plan.push(() =>
               x.evalUnit({
                 key: unitKey({ ...base, variant: `-${h}` }),
                 label: `${env} ${m.name} -${h}${tag}`,
                 env,
-                target: o.target,
+                target: target,
                 method: m.name,
                 packet: p,
                 variant: `-${h}`,
@@ -110,7 +115,8 @@ export async function runExpAblate(input: ExpAblateInput & { config?: string }, 
 export function reportAblate(meta: RunMeta, rows: EvalRow[]): Report {
   const b = meta.config.bootstrap as { resamples: number; seed: number; level: number };
   const envs = Object.keys(meta.splits);
-  const target = meta.targets[0]!;
+  const tOf = (env: string): string => meta.targetByEnv?.[env] ?? meta.targets[0]!;
+  const target = targetsLabel(Object.fromEntries(envs.map((e) => [e, tOf(e)])));
   const m = meta.methods[0]!;
   const boot = (s: string) => ({ resamples: b.resamples, level: b.level, seed: `${b.seed}|${s}` });
   const gain: Record<string, Interval | null> = {};
@@ -118,7 +124,7 @@ export function reportAblate(meta: RunMeta, rows: EvalRow[]): Report {
   const touched: Record<string, Record<string, string>> = {};
   for (const env of envs) {
     const metric = primaryMetric(env);
-    gain[env] = gainOf(rows, env, target, m.name, 'full', boot(`full|${env}`));
+    gain[env] = gainOf(rows, env, tOf(env), m.name, 'full', boot(`full|${env}`));
     const full = taskSeedMatrix(rows.filter((r) => r.env === env && r.method === m.name && r.variant === 'full'), metric);
     drop[env] = {};
     touched[env] = {};

@@ -15,7 +15,7 @@ import { barChart } from '../report/plots.ts';
 import { fmtInterventions, interventionRate } from '../report/data.ts';
 import { primaryMetric, episodesOf, rolesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, testSchema, unitKey, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, testSchema, unitKey, type ExpIO, type ExpResult, type Report, engineerTrainShape, targetPerEnvSchema, targetsByEnv, targetsLabel } from './common.ts';
 import { gainOf } from './sweep.ts';
 
 export const DEFAULT_CROSSTASK_TARGET = 'sim/qwen-3b';
@@ -30,7 +30,9 @@ export const DEFAULT_CROSSTASK_TEST = { tasks: 'all' as const, seeds: [0] };
 
 export const ExpCrosstaskSchema = z.strictObject({
   ...commonShape,
-  target: targetSchema.default(DEFAULT_CROSSTASK_TARGET),
+  /** the target, or one per env (`alfworld: lm/…`; `--target alfworld=lm/a,webshop=lm/b`) */
+  target: targetPerEnvSchema.default(DEFAULT_CROSSTASK_TARGET),
+  ...engineerTrainShape,
   methods: z.array(z.string()).min(1, 'name at least one method').default(DEFAULT_CROSSTASK_METHODS),
   failures: posInt.default(DEFAULT_FAILURES),
   seeds: z.array(z.number().int('must be an integer').nonnegative('must be ≥ 0')).min(1, 'give at least one seed').default(DEFAULT_CROSSTASK_SEEDS),
@@ -71,27 +73,30 @@ async function failuresSource(x: ExpRun, env: string, target: string, n: number,
  */
 export async function runExpCrosstask(input: ExpCrosstaskInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
   const o = resolveExpCrosstask(input);
-  requireTargetEnvs(o.target, o.envs, 'target');
+  const byEnv = targetsByEnv(o.target, o.envs);
+  for (const env of o.envs) requireTargetEnvs(byEnv[env]!, [env], typeof o.target === 'string' ? 'target' : `target.${env}`);
+  const targets = [...new Set(Object.values(byEnv))];
   const { methods, meta: mMeta } = methodsMeta(o.methods, o);
   const mopts = methodOptionsOf(o);
   const splits = splitsMeta(o);
   return runExperiment(
     'crosstask',
     o,
-    { targets: [o.target], simulated: simulatedOf([o.target]), methods: mMeta, splits },
+    { targets, ...(typeof o.target === 'string' ? {} : { targetByEnv: byEnv }), simulated: simulatedOf(targets), methods: mMeta, splits },
     io,
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];
       for (const env of o.envs) {
+        const target = byEnv[env]!;
         const episodes = episodesOf(testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]), o.test.seeds);
-        const vkey = unitKey({ exp: 'crosstask', env, target: o.target, method: 'vanilla', packet: null, episodes });
-        plan.push(() => x.evalUnit({ key: vkey, label: `${env} vanilla`, env, target: o.target, method: 'vanilla', packet: null, episodes, patch: async () => ({ patch: null, packetHash: null }) }));
+        const vkey = unitKey({ exp: 'crosstask', env, target: target, method: 'vanilla', packet: null, episodes });
+        plan.push(() => x.evalUnit({ key: vkey, label: `${env} vanilla`, env, target: target, method: 'vanilla', packet: null, episodes, patch: async () => ({ patch: null, packetHash: null }) }));
         methods.forEach((m, mi) => {
           if (mMeta[mi]!.available !== true) return;
           for (const s of o.seeds) {
-            const key = unitKey({ exp: 'crosstask', env, target: o.target, method: m.name, version: m.version ?? '', packet: s, episodes, failures: o.failures, editor: m.kind === 'editor' ? o.editor : null, engineer: m.kind === 'engineer' ? (o.engineer ?? null) : null });
+            const key = unitKey({ exp: 'crosstask', env, target: target, method: m.name, version: m.version ?? '', packet: s, episodes, failures: o.failures, editor: m.kind === 'editor' ? o.editor : null, engineer: m.kind === 'engineer' ? (o.engineer ?? null) : null });
             plan.push(() =>
-              x.evalUnit({ key, label: `${env} ${m.name} seed ${s}`, env, target: o.target, method: m.name, packet: s, episodes, patch: async () => x.propose(m, { env, target: o.target, source: await failuresSource(x, env, o.target, o.failures, s, rolesOf(env, o.splits?.[env]).train), seed: s, options: mopts }) }),
+              x.evalUnit({ key, label: `${env} ${m.name} seed ${s}`, env, target: target, method: m.name, packet: s, episodes, patch: async () => x.propose(m, { env, target: target, source: await failuresSource(x, env, target, o.failures, s, rolesOf(env, o.splits?.[env]).train), seed: s, options: mopts }) }),
             );
           }
         });
@@ -106,7 +111,9 @@ export async function runExpCrosstask(input: ExpCrosstaskInput & { config?: stri
 export function reportCrosstask(meta: RunMeta, rows: EvalRow[]): Report {
   const b = meta.config.bootstrap as { resamples: number; seed: number; level: number };
   const envs = Object.keys(meta.splits);
-  const target = meta.targets[0]!;
+  const tOf = (env: string): string => meta.targetByEnv?.[env] ?? meta.targets[0]!;
+  const target = targetsLabel(Object.fromEntries(envs.map((e) => [e, tOf(e)])));
+  const simulated = envs.some((e) => meta.simulated.includes(tOf(e)));
   const seeds = meta.config.seeds as number[];
   const failures = meta.config.failures as number;
   const avail = meta.methods.filter((m) => m.available === true);
@@ -117,7 +124,7 @@ export function reportCrosstask(meta: RunMeta, rows: EvalRow[]): Report {
     for (const env of envs) {
       per[m.name]![env] = seeds.map((s) => {
         const sel = rows.filter((r) => r.env === env && r.method === m.name && r.packet === s);
-        return gainOf([...sel, ...rows.filter((r) => r.env === env && r.method === 'vanilla')], env, target, m.name, '', { resamples: b.resamples, level: b.level, seed: `${b.seed}|${m.name}|${env}|${s}` });
+        return gainOf([...sel, ...rows.filter((r) => r.env === env && r.method === 'vanilla')], env, tOf(env), m.name, '', { resamples: b.resamples, level: b.level, seed: `${b.seed}|${m.name}|${env}|${s}` });
       });
     }
   }
@@ -156,7 +163,7 @@ export function reportCrosstask(meta: RunMeta, rows: EvalRow[]): Report {
     '',
   ].join('\n');
   const svg = barChart({
-    title: `exp crosstask: ${failures} failures → one patch (${target}${meta.simulated.includes(target) ? ', SIMULATED' : ''})`,
+    title: `exp crosstask: ${failures} failures → one patch (${target}${simulated ? ', SIMULATED' : ''})`,
     subtitle: 'gain in points; bar = mean over seeds, whisker = ± std',
     categories: envs,
     yName: 'points',
@@ -165,6 +172,6 @@ export function reportCrosstask(meta: RunMeta, rows: EvalRow[]): Report {
       return x ? { mean: x.mean, lo: x.mean - x.std, hi: x.mean + x.std, n: x.n } : null;
     }) })),
   });
-  const text = [`exp crosstask — ${target}${meta.simulated.includes(target) ? ' (SIMULATED target)' : ''}; gain in points, mean ± std over seeds ${seeds.join(',')}`, textTable(head, tRows)].join('\n');
+  const text = [`exp crosstask — ${target}${simulated ? ' (SIMULATED target)' : ''}; gain in points, mean ± std over seeds ${seeds.join(',')}`, textTable(head, tRows)].join('\n');
   return { markdown: md, text, plots: [{ name: 'crosstask', svg }] };
 }

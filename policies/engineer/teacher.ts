@@ -13,7 +13,7 @@
 import { ENV_NAMES, type EnvName } from '../../envs/registry.ts';
 import { Rng, hashString } from '../../cluster/rng.ts';
 import { MAX_ENTRIES, MAX_SKILLS, patchHash, toPatch, type CodeHook, type Cond, type HookName, type Patch, type Rule } from '../../harness/index.ts';
-import { BLOCK_INDEX, composeSource, type BlockUse } from './blocks.ts';
+import { BLOCK_INDEX, composeSource, parseComposed, type BlockUse } from './blocks.ts';
 import { alfSighting, packetHash, type Packet, type PacketEpisode } from './packet.ts';
 import { ALF_NAME, packetNames, patchToTokens } from './patch-lang.ts';
 
@@ -264,8 +264,18 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
 }
 
 /** proposal styles an editor might take; a seed picks among them */
-const STYLES = ['focused', 'broad', 'rules', 'skills', 'code', 'minimal', 'evidence'] as const;
+const STYLES = ['focused', 'broad', 'rules', 'skills', 'code', 'minimal', 'evidence', 'act'] as const;
 type Style = (typeof STYLES)[number];
+
+/** blocks that change the action rather than add text */
+const ACTING_BLOCKS: ReadonlySet<string> = new Set(['closest_admissible', 'escape_loop', 'explore_unvisited', 'take_goal_object', 'search_goal', 'select_options']);
+
+/** a component that acts (rewrites or forces an action) and adds no text to the context: what an 'act' proposal is made of */
+function acts(c: Component): boolean {
+  if (c.rule) return c.rule.effect.type === 'rewrite_action' || c.rule.effect.type === 'force_action';
+  if (c.code) return (parseComposed(c.code.hook, c.code.source) ?? []).some((u) => ACTING_BLOCKS.has(u.id)) && !(parseComposed(c.code.hook, c.code.source) ?? []).some((u) => /^(hint_|suggest_|notes|loop_hint|steps_hint|goal_reminder|sql_explain|block_)/.test(u.id));
+  return false;
+}
 
 /** findings read off the excerpts themselves (names, errors, sightings), not off the signal counts */
 const EVIDENCE: ReadonlySet<Finding['kind']> = new Set(['hallucinated', 'missing_table', 'unknown_column', 'empty_answer', 'no_options', 'seen_target', 'off_query']);
@@ -273,8 +283,10 @@ const EVIDENCE: ReadonlySet<Finding['kind']> = new Set(['hallucinated', 'missing
 function assemble(all: Finding[], env: Env, style: Style, rng: Rng): { patch: Patch; addresses: Finding['kind'][]; rationale: string[] } {
   // an evidence proposal answers only what the excerpts showed (a focused one when they showed nothing)
   const evidence = all.filter((f) => EVIDENCE.has(f.kind));
-  const findings = style === 'evidence' && evidence.length > 0 ? evidence : all;
-  if (style === 'evidence') style = 'focused';
+  // an acting proposal answers the findings that have an acting fix, with those fixes only (a focused one when none has)
+  const acting = style === 'act' ? all.filter((f) => componentsFor(f, env, rng.fork(`act|${f.kind}`)).some(acts)) : [];
+  const findings = style === 'evidence' && evidence.length > 0 ? evidence : style === 'act' && acting.length > 0 ? acting : all;
+  if (style === 'evidence' || (style === 'act' && acting.length === 0)) style = 'focused';
   const n = style === 'minimal' ? 1 : style === 'focused' ? Math.min(2, findings.length) : Math.min(4, findings.length);
   // the most widespread first; a seed sometimes leads with the second; a broad proposal adds others at random
   const lead = findings.length > 1 && rng.next() < 0.3 ? [findings[1]!, findings[0]!] : findings.slice(0, 2);
@@ -287,13 +299,13 @@ function assemble(all: Finding[], env: Env, style: Style, rng: Rng): { patch: Pa
   const rationale: string[] = [];
   for (const f of chosen) {
     const comps = componentsFor(f, env, rng);
-    const want = (c: Component): boolean => (style === 'skills' ? c.skill !== undefined : style === 'rules' ? c.rule !== undefined : style === 'code' ? c.code !== undefined : true);
+    const want = (c: Component): boolean => (style === 'skills' ? c.skill !== undefined : style === 'rules' ? c.rule !== undefined : style === 'code' ? c.code !== undefined : style === 'act' ? acts(c) : true);
     let pool = comps.filter(want);
     if (pool.length === 0) pool = comps;
     // a finding of per-episode facts (where each goal's object was seen) is written out whole, in
     // order, up to the patch's entry limit; any other takes one or two of its components
     const whole = f.kind === 'seen_target';
-    const take = whole ? comps.length : style === 'minimal' ? 1 : style === 'focused' ? 2 : 1 + rng.int(2);
+    const take = whole ? comps.length : style === 'minimal' || style === 'act' ? 1 : style === 'focused' ? 2 : 1 + rng.int(2);
     for (const c of whole ? comps : rng.shuffle(pool).slice(0, take)) {
       const nm = c.rule?.name ?? c.code?.name;
       if (nm && names.has(nm)) continue;
