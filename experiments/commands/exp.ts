@@ -1,5 +1,6 @@
 /** `hr1 exp main|sweep|crosstask|ablate|coevolve`. */
 import { init } from '../../cluster/init.ts';
+import type { Cluster } from '../../cluster/client.ts';
 import { TARGET_FLAG_ATTRIBUTES, targetFlagsOf } from '../cli/options.ts';
 import { checkTargetOptionValues } from '../../policies/targets/options.ts';
 import { CommandError } from './errors.ts';
@@ -16,6 +17,27 @@ export type ExpCommandOptions = Record<string, unknown> & {
 const wantsEngineer = (m: unknown) => typeof m === 'string' && m.startsWith('engineer-');
 /** the train split of each env an experiment's `splits` overrides: its engineers train there too */
 const trainSplitsOf = (splits: Record<string, { train: string }> | undefined): Record<string, string> => Object.fromEntries(Object.entries(splits ?? {}).map(([env, r]) => [env, r.train]));
+
+/**
+ * Train (or find trained earlier) the engineers of an experiment on `target`, on a cluster started
+ * from the experiment's own options (so training runs where the experiment does), then `run` the
+ * experiment with their folder on that cluster.
+ */
+async function withEngineers(
+  resolved: { envs: string[]; seed: number; engineerConfig?: string | undefined; splits?: Record<string, { train: string }> | undefined } & Parameters<typeof import('../exp/index.ts').initOptionsOf>[0],
+  target: string | Record<string, string>,
+  run: (engineer: string, io: { cluster: Cluster; note: string }) => Promise<unknown>,
+): Promise<void> {
+  const exp = await import('../exp/index.ts');
+  const { ensureEngineers } = await import('../exp/engineers.ts');
+  const rt = await init(exp.initOptionsOf(resolved));
+  try {
+    const engineer = await ensureEngineers(rt.cluster, resolved.envs, target, resolved.seed, { ...(resolved.engineerConfig ? { config: resolved.engineerConfig } : {}), trainSplits: trainSplitsOf(resolved.splits) });
+    await run(engineer, { cluster: rt.cluster, note: rt.note });
+  } finally {
+    await rt.shutdown();
+  }
+}
 
 /**
  * Run an experiment from its flags. `hr1 exp main` without `--engineer` first trains the engineers
@@ -47,33 +69,17 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
       await exp.runExpMain(opts);
       return;
     }
-    const { ensureEngineers } = await import('../exp/engineers.ts');
-    // the experiment's own cluster options (flags over its config file), so training runs where the experiment does
-    const rt = await init(exp.initOptionsOf(resolved));
-    try {
-      const engineer = await ensureEngineers(rt.cluster, resolved.envs, resolved.target, resolved.seed, { ...(resolved.engineerConfig ? { config: resolved.engineerConfig } : {}), trainSplits: trainSplitsOf(resolved.splits) });
-      await exp.runExpMain({ ...opts, engineer }, { cluster: rt.cluster, note: rt.note });
-    } finally {
-      await rt.shutdown();
-    }
+    await withEngineers(resolved, resolved.target, (engineer, io) => exp.runExpMain({ ...opts, engineer }, io));
     return;
   }
   if (name === 'sweep' || name === 'ablate' || name === 'crosstask') {
     const resolved = name === 'sweep' ? exp.resolveExpSweep(opts) : name === 'ablate' ? exp.resolveExpAblate(opts) : exp.resolveExpCrosstask(opts);
-    const run = (o: Record<string, unknown>, io?: { cluster: import('../../cluster/client.ts').Cluster; note: string }) =>
+    const run = (o: Record<string, unknown>, io?: { cluster: Cluster; note: string }) =>
       name === 'sweep' ? exp.runExpSweep(o, io) : name === 'ablate' ? exp.runExpAblate(o, io) : exp.runExpCrosstask(o, io);
     const wanted = 'methods' in resolved ? resolved.methods.some(wantsEngineer) : wantsEngineer(resolved.method);
     // engineers trained on engineerTargets (the main job's, from its cache), then applied unchanged
     if (!resolved.engineer && trainEngineers && wanted && resolved.engineerTargets) {
-      const { ensureEngineers } = await import('../exp/engineers.ts');
-      const byEnv = exp.targetsByEnv(resolved.engineerTargets, resolved.envs, 'engineerTargets');
-      const rt = await init(exp.initOptionsOf(resolved));
-      try {
-        const engineer = await ensureEngineers(rt.cluster, resolved.envs, byEnv, resolved.seed, { ...(resolved.engineerConfig ? { config: resolved.engineerConfig } : {}), trainSplits: trainSplitsOf(resolved.splits) });
-        await run({ ...opts, engineer }, { cluster: rt.cluster, note: rt.note });
-      } finally {
-        await rt.shutdown();
-      }
+      await withEngineers(resolved, exp.targetsByEnv(resolved.engineerTargets, resolved.envs, 'engineerTargets'), (engineer, io) => run({ ...opts, engineer }, io));
       return;
     }
     await run(opts);

@@ -273,7 +273,10 @@ const ACTING_BLOCKS: ReadonlySet<string> = new Set(['closest_admissible', 'escap
 /** a component that acts (rewrites or forces an action) and adds no text to the context: what an 'act' proposal is made of */
 function acts(c: Component): boolean {
   if (c.rule) return c.rule.effect.type === 'rewrite_action' || c.rule.effect.type === 'force_action';
-  if (c.code) return (parseComposed(c.code.hook, c.code.source) ?? []).some((u) => ACTING_BLOCKS.has(u.id)) && !(parseComposed(c.code.hook, c.code.source) ?? []).some((u) => /^(hint_|suggest_|notes|loop_hint|steps_hint|goal_reminder|sql_explain|block_)/.test(u.id));
+  if (c.code) {
+    const ids = (parseComposed(c.code.hook, c.code.source) ?? []).map((u) => u.id);
+    return ids.some((id) => ACTING_BLOCKS.has(id)) && !ids.some((id) => /^(hint_|suggest_|notes|loop_hint|steps_hint|goal_reminder|sql_explain|block_)/.test(id));
+  }
   return false;
 }
 
