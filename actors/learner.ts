@@ -45,6 +45,7 @@ const GrpoConfigSchema = z
     epsHigh: z.number().min(0).optional(),
     clipC: z.number().gt(1, 'clipC must be > 1 (dual clip bounds the loss at −A·c)').optional(),
     klCoef: z.number().min(0).optional(),
+    stdFloor: z.number().min(0).optional(),
     updateIters: z.number().int().min(1).max(64).optional(),
     temperature: z.number().positive().optional(),
     microBatchSize: z.number().int().min(0).optional(),

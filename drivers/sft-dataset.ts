@@ -66,6 +66,19 @@ export function makeBatches(env: string, o: { count: number; size?: number; spli
   return Array.from({ length: o.count }, (_, i) => rng.fork(i).shuffle(all).slice(0, size).map((taskId) => ({ taskId, seed: (o.seed ?? 0) + i })));
 }
 
+/**
+ * A batch of `size` tasks of a split that are not in `exclude` (the packet's own batch), drawn by
+ * a seeded shuffle, every one under episode seed `seed`: what a patch is scored on when the reward
+ * measures transfer to tasks its packet never showed (train config `reward.on: heldout`).
+ */
+export function heldoutBatch(env: string, o: { exclude: readonly EpisodeRef[]; size: number; split?: string; seed: number; envOptions?: EnvOptions }): EpisodeRef[] {
+  if (!Number.isInteger(o.size) || o.size < 1) throw new EngineerError('ENGINEER_BAD_OPTION', `the held-out batch size must be a positive integer, got ${String(o.size)}`, { field: 'size' });
+  const skip = new Set(o.exclude.map((e) => e.taskId));
+  const rest = listTasks(env, o.split, o.envOptions ?? {}).filter((t) => !skip.has(t));
+  if (rest.length < o.size) throw new EngineerError('ENGINEER_BAD_OPTION', `${env}${o.split ? ` (${o.split})` : ''} has ${rest.length} tasks outside the packet's batch, fewer than the ${o.size} a held-out batch asks for; lower reward.heldoutTasks or the batch size`, { field: 'size' });
+  return new Rng(`heldout|${env}|${o.split ?? ''}|${o.seed}`).shuffle(rest).slice(0, o.size).map((taskId) => ({ taskId, seed: o.seed }));
+}
+
 /** One JSONL row: input (the packet), output (the patch) and where they came from. */
 export interface SftRow {
   kind: typeof SFT_ROW_KIND;
@@ -124,6 +137,12 @@ export interface SftOptions {
    * passes several seeds in a row, one that reads the packet's episodes does more often). @default 'mean'
    */
   verifyRule?: VerifyRule;
+  /**
+   * the episodes of batch b's verifications 2..verifySeeds (verifySeeds − 1 of them) in place of
+   * the batch's own tasks under other seeds: e.g. held-out tasks ({@link heldoutBatch}), so a kept
+   * proposal is one that also raised success on tasks its packet never showed.
+   */
+  verifyBatches?: (b: number) => readonly (readonly EpisodeRef[])[];
   /**
    * keep the smallest verified edit: a kept proposal's parts (its skills; each named rule; its
    * unnamed rules together; each code hook) are dropped in turn, and a drop stays when the smaller
@@ -215,7 +234,9 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
       const out: number[] = [];
       for (let j = 1; j < verifySeeds; j++) {
         if (!more[j - 1]) {
-          const sj = { ...spec, episodes: episodes.map((e) => ({ ...e, seed: e.seed + j * VERIFY_SEED_STRIDE })) };
+          const other = o.verifyBatches?.(b)[j - 1];
+          if (o.verifyBatches && !other) throw new EngineerError('ENGINEER_BAD_OPTION', `verifyBatches(${b}) gave fewer than the ${verifySeeds - 1} verification batches verifySeeds asks for`, { field: 'verifyBatches' });
+          const sj = { ...spec, episodes: other ? [...other] : episodes.map((e) => ({ ...e, seed: e.seed + j * VERIFY_SEED_STRIDE })) };
           more[j - 1] = { spec: sj, base: await baseRecords(o.cluster, sj, { validate: o.validate ?? 'full' }) };
         }
         const m = more[j - 1]!;

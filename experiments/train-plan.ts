@@ -5,7 +5,7 @@
  * purpose: experiments and run-folder readers import it without the learner and the sampler.
  */
 import type { EpisodeRef } from '../actors/target.ts';
-import { SEED_SPACES, VERIFY_SEED_STRIDE, assertDisjoint, makeBatches, type EpisodeSet } from '../drivers/index.ts';
+import { SEED_SPACES, VERIFY_SEED_STRIDE, assertDisjoint, heldoutBatch, makeBatches, type EpisodeSet } from '../drivers/index.ts';
 import { envDescriptor } from '../envs/registry.ts';
 import type { TrainConfig } from './train.ts';
 
@@ -24,13 +24,32 @@ export const TRAIN_SPLITS_FILE = 'splits.json';
 
 export interface TrainSplits {
   kind: 'hr1-train-splits/1';
-  /** per env: its target and split, and the episodes of each purpose */
+  /** per env: its target and split, and the episodes of each purpose (with `reward.on: heldout`, verify and grpo hold the held-out batches too) */
   envs: Record<string, { target: string; split: string; sft: EpisodeRef[]; verify: EpisodeRef[]; grpo: EpisodeRef[] }>;
 }
 
 /** GRPO iteration `it`'s batch: its own seed range (SEED_SPACES.grpo), apart from the SFT batches. */
 export function grpoBatch(cfg: Pick<TrainConfig, 'seed' | 'batchSize'>, env: string, split: string, it: number): EpisodeRef[] {
   return makeBatches(env, { count: 1, size: cfg.batchSize, split, seed: SEED_SPACES.grpo + cfg.seed * 1000 + it })[0]!;
+}
+
+/** How many tasks a held-out reward batch has (`reward.heldoutTasks`, else the batch size). */
+export function heldoutSize(cfg: Pick<TrainConfig, 'batchSize' | 'reward'>): number {
+  return cfg.reward.heldoutTasks ?? cfg.batchSize;
+}
+
+/**
+ * With `reward.on: heldout`, SFT batch b's verifications 2..verifySeeds: each a batch of other
+ * tasks of the split (none of batch b's), under its own seed (SEED_SPACES.heldout); else none.
+ */
+export function sftVerifyBatches(cfg: Pick<TrainConfig, 'seed' | 'batchSize' | 'reward' | 'sft'>, env: string, split: string, b: number, batch: readonly EpisodeRef[]): EpisodeRef[][] {
+  if (cfg.reward.on !== 'heldout') return [];
+  return Array.from({ length: cfg.sft.verifySeeds - 1 }, (_, i) => heldoutBatch(env, { exclude: batch, size: heldoutSize(cfg), split, seed: SEED_SPACES.heldout + 10_000 * cfg.seed + 8 * b + i + 1 }));
+}
+
+/** With `reward.on: heldout`, the tasks GRPO iteration `it` scores its candidates on: none of its packet's batch. */
+export function grpoHeldoutBatch(cfg: Pick<TrainConfig, 'seed' | 'batchSize' | 'reward'>, env: string, split: string, it: number, batch: readonly EpisodeRef[]): EpisodeRef[] {
+  return heldoutBatch(env, { exclude: batch, size: heldoutSize(cfg), split, seed: SEED_SPACES.heldout + 50_000 + 1000 * cfg.seed + it });
 }
 
 /**
@@ -43,10 +62,18 @@ export function trainSplits(cfg: TrainConfig): TrainSplits {
   const sets: EpisodeSet[] = [];
   pairs.forEach(({ env, target }) => {
     const split = cfg.split ?? envDescriptor(env).splits.train;
-    const sft = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split, seed: cfg.seed }).flat();
-    const verify = Array.from({ length: cfg.sft.verifySeeds - 1 }, (_, j) => sft.map((e) => ({ ...e, seed: e.seed + (j + 1) * VERIFY_SEED_STRIDE }))).flat();
+    const batches = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split, seed: cfg.seed });
+    const sft = batches.flat();
+    const heldout = cfg.reward.on === 'heldout';
+    const verify = heldout
+      ? batches.flatMap((b, i) => sftVerifyBatches(cfg, env, split, i, b).flat())
+      : Array.from({ length: cfg.sft.verifySeeds - 1 }, (_, j) => sft.map((e) => ({ ...e, seed: e.seed + (j + 1) * VERIFY_SEED_STRIDE }))).flat();
     const grpo: EpisodeRef[] = [];
-    for (let it = 1; it <= cfg.grpo.iterations; it++) if (pairs[(it - 1) % pairs.length]!.env === env) grpo.push(...grpoBatch(cfg, env, split, it));
+    for (let it = 1; it <= cfg.grpo.iterations; it++)
+      if (pairs[(it - 1) % pairs.length]!.env === env) {
+        const b = grpoBatch(cfg, env, split, it);
+        grpo.push(...b, ...(heldout ? grpoHeldoutBatch(cfg, env, split, it, b) : []));
+      }
     envs[env] = { target, split, sft, verify, grpo };
     sets.push({ name: 'SFT', env, episodes: [...sft, ...verify] }, { name: 'GRPO', env, episodes: grpo });
   });

@@ -41,7 +41,21 @@ export const TrainConfigSchema = z
      * env's primary metric (WebShop's score, which credits a better purchase that is not a full
      * success; success elsewhere). @default success
      */
-    reward: z.strictObject({ metric: z.enum(['success', 'primary'], { error: 'must be "success" or "primary"' }).default('success') }).prefault({}),
+    reward: z
+      .strictObject({
+        metric: z.enum(['success', 'primary'], { error: 'must be "success" or "primary"' }).default('success'),
+        /**
+         * which tasks Δ is measured on: 'batch', the packet's own batch (the paper's reward), or
+         * 'heldout', other tasks of the split that the packet never showed (what an evaluation on
+         * held-out test tasks measures: a rewrite keyed to one batch's goals earns nothing there).
+         * With 'heldout', SFT verifications 2..verifySeeds are held-out batches and GRPO scores
+         * its candidates on one. @default batch
+         */
+        on: z.enum(['batch', 'heldout'], { error: 'must be "batch" or "heldout"' }).default('batch'),
+        /** tasks per held-out batch. @default batchSize */
+        heldoutTasks: z.number().int().min(2).max(400).optional(),
+      })
+      .prefault({}),
     model: z.object({ dModel: z.number().int().positive().default(128), nLayers: z.number().int().positive().default(2), nHeads: z.number().int().positive().default(4), maxLen: z.number().int().min(DEFAULT_PROMPT_TOKENS + MAX_COMPLETION_TOKENS, { error: () => `must be at least ${DEFAULT_PROMPT_TOKENS + MAX_COMPLETION_TOKENS}: the packet's ${DEFAULT_PROMPT_TOKENS} prompt tokens and a ${MAX_COMPLETION_TOKENS}-token patch` }).default(768) }).strict().default({ dModel: 128, nLayers: 2, nHeads: 4, maxLen: 768 }),
     sft: z
       .object({
@@ -70,12 +84,15 @@ export const TrainConfigSchema = z
         topP: z.number().gt(0).max(1).default(1.0),
         epsLow: z.number().min(0).max(1).default(0.2),
         epsHigh: z.number().min(0).default(0.28),
+        /** weight of the KL to the SFT engineer (the reference is set when SFT ends); 0 = off */
         klCoef: z.number().min(0).default(0),
+        /** advantages divide by max(group std, stdFloor): Δ differences far below one task's worth stay small. @default 0 */
+        stdFloor: z.number().min(0).default(0),
         updateIters: z.number().int().min(1).default(2),
         lr: z.number().positive().default(1e-3),
       })
       .strict()
-      .default({ iterations: 24, k: 8, temperature: 1.0, topP: 1.0, epsLow: 0.2, epsHigh: 0.28, klCoef: 0, updateIters: 2, lr: 1e-3 }),
+      .default({ iterations: 24, k: 8, temperature: 1.0, topP: 1.0, epsLow: 0.2, epsHigh: 0.28, klCoef: 0, stdFloor: 0, updateIters: 2, lr: 1e-3 }),
     /**
      * the engineer: `builtin` (the project's small transformer over the patch language's own
      * vocabulary) or `hf:DIR` (a decoder-only checkpoint in the Hugging Face layout: Llama, Qwen2,
@@ -122,8 +139,8 @@ export const TrainConfigSchema = z
 export type TrainConfig = z.output<typeof TrainConfigSchema>;
 
 // the run's plan (pairs, the episodes of each purpose, file names): apart, so reading a run folder does not load the training stack
-export { TRAIN_CANDIDATES_FILE, TRAIN_SPLITS_FILE, grpoBatch, trainPairs, trainSplits, type TrainSplits } from './train-plan.ts';
-import { TRAIN_CANDIDATES_FILE, TRAIN_SPLITS_FILE, grpoBatch, trainPairs, trainSplits } from './train-plan.ts';
+export { TRAIN_CANDIDATES_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, sftVerifyBatches, trainPairs, trainSplits, type TrainSplits } from './train-plan.ts';
+import { TRAIN_CANDIDATES_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, sftVerifyBatches, trainPairs, trainSplits } from './train-plan.ts';
 
 /** Read a YAML config (optional) and merge CLI overrides; errors name the option path. */
 /** What Δ measures for `env` under `cfg` (RewardOptions.metric). */
@@ -263,7 +280,8 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     for (const { env, target } of pairs) {
       const batches = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split: splitOf(env), seed: cfg.seed });
       const file = pairs.length === 1 ? 'sft.jsonl' : `sft-${env}.jsonl`;
-      const ds = await buildSftDataset({ cluster, env, target, batches, metric: rewardMetric(cfg, env), k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
+      const verifyBatches = cfg.reward.on === 'heldout' ? (b: number) => sftVerifyBatches(cfg, env, splitOf(env), b, batches[b]!) : undefined;
+      const ds = await buildSftDataset({ cluster, env, target, batches, ...(verifyBatches ? { verifyBatches } : {}), metric: rewardMetric(cfg, env), k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
       rows.push(...ds.rows);
       partsDropped += ds.summary.partsDropped;
     }
@@ -304,6 +322,8 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       write({ iteration: e + 1, phase: 'sft', loss: finalLoss, ms: { update: performance.now() - t, total: performance.now() - t } });
       if (e % 10 === 0 || e === cfg.sft.epochs - 1) log(`  sft epoch ${e + 1}/${cfg.sft.epochs}: loss ${finalLoss.toFixed(4)}`);
     }
+    // the KL term's reference: the engineer as SFT left it (a resumed run's checkpoint holds it)
+    if (!resume && cfg.grpo.klCoef > 0) await learner.setReference(null);
     let onnx = await learner.export({});
     await sampler.load(onnx.name);
     // the SFT-only engineer, kept for comparison with SFT+GRPO
@@ -354,7 +374,10 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         patches = keep.map((i) => patches[i]!);
       }
       const tV = performance.now();
-      const rewards = await rewardGroup(cluster, { env, target, episodes: batch, patches, cache, base: base.records }, { metric: rewardMetric(cfg, env) });
+      // Δ on the packet's batch, or (reward.on heldout) on tasks the packet never showed
+      const scoredOn = cfg.reward.on === 'heldout' ? grpoHeldoutBatch(cfg, env, splitOf(env), it, batch) : batch;
+      const scoredBase = scoredOn === batch ? base.records : (await rollout(cluster, { env, target, episodes: scoredOn }, { cache })).records;
+      const rewards = await rewardGroup(cluster, { env, target, episodes: scoredOn, patches, cache, base: scoredBase }, { metric: rewardMetric(cfg, env) });
       const msValidation = performance.now() - tV;
       const { kept, deltas, valid, dropped } = scoredGroup(it, rewards.results);
       // every candidate of the group with its reward, so its episodes can be read later (the dashboard, hr1 episodes export)
@@ -384,7 +407,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
           rewards: deltas,
           groupIds: group.map(() => it),
           oldLogprobs: group.map((c) => c.logprobs),
-          config: { epsLow: cfg.grpo.epsLow, epsHigh: cfg.grpo.epsHigh, klCoef: cfg.grpo.klCoef, updateIters: cfg.grpo.updateIters, temperature: cfg.grpo.temperature, lr: cfg.grpo.lr },
+          config: { epsLow: cfg.grpo.epsLow, epsHigh: cfg.grpo.epsHigh, klCoef: cfg.grpo.klCoef, stdFloor: cfg.grpo.stdFloor, updateIters: cfg.grpo.updateIters, temperature: cfg.grpo.temperature, lr: cfg.grpo.lr },
         },
         { timeout: '10m' },
       );

@@ -10,10 +10,12 @@ RATIO_CLAMP = 20.0
 KL_CLAMP = 10.0
 
 
-def group_advantages(rewards, group_ids):
-    """A_i = (r_i - mean_g) / (std_g + 1e-6), unbiased std; a group of one or of equal rewards gives 0.
+def group_advantages(rewards, group_ids, std_floor=0.0):
+    """A_i = (r_i - mean_g) / (max(std_g, std_floor) + 1e-6), unbiased std; a group of one or of equal rewards gives 0.
 
     verl gives a singleton group r/(1+eps); DESIGN.md asks for 0 (no baseline, no signal).
+    std_floor > 0 keeps differences far below the reward's noise level (one task of a batch) from
+    being blown up to unit advantages (0.047 vs 0.05 otherwise reads as +-1).
     """
     rewards = rewards.to(torch.float64)
     adv = torch.zeros_like(rewards)
@@ -27,7 +29,7 @@ def group_advantages(rewards, group_ids):
         if bool(torch.all(r == r[0])):
             continue
         mean = r.mean()
-        std = r.std(unbiased=True)
+        std = torch.clamp(r.std(unbiased=True), min=float(std_floor))
         adv[idx] = (r - mean) / (std + ADV_EPS)
     return adv
 
@@ -66,7 +68,7 @@ def token_mean(x, mask, total_tokens=None):
     return (x * mask).sum() / max(float(n), 1.0)
 
 
-def grpo_math(logprobs, old_logprobs, rewards, group_ids, eps_low=0.2, eps_high=0.2, clip_c=3.0, kl_coef=0.0, ref_logprobs=None):
+def grpo_math(logprobs, old_logprobs, rewards, group_ids, eps_low=0.2, eps_high=0.2, clip_c=3.0, kl_coef=0.0, ref_logprobs=None, std_floor=0.0):
     """The whole objective on ragged per-token lists, in float64. Used by the cross-check test."""
     n = len(logprobs)
     t = max((len(x) for x in logprobs), default=0)
@@ -83,7 +85,7 @@ def grpo_math(logprobs, old_logprobs, rewards, group_ids, eps_low=0.2, eps_high=
     for i, row in enumerate(logprobs):
         mask[i, : len(row)] = 1.0
     lp, old = pad(logprobs), pad(old_logprobs)
-    adv = group_advantages(torch.tensor(rewards, dtype=f64), group_ids)
+    adv = group_advantages(torch.tensor(rewards, dtype=f64), group_ids, std_floor)
     loss_tok, r, clipped, dual = policy_loss_per_token(lp, old, adv[:, None], eps_low, eps_high, clip_c)
     pg = token_mean(loss_tok, mask)
     out = {

@@ -17,13 +17,13 @@ export const DEFAULT_EPS_HIGH = 0.2;
 export const DEFAULT_CLIP_C = 3;
 
 /**
- * Group-normalised advantages: A_i = (r_i − mean_g) / (std_g + 1e-6) with the unbiased std.
+ * Group-normalised advantages: A_i = (r_i − mean_g) / (max(std_g, stdFloor) + 1e-6) with the unbiased std.
  * A group of one or of equal rewards gives 0 (verl gives a singleton r/(1+eps); DESIGN.md asks 0).
  *
  * @example
  * groupAdvantages([1, 0], ['a', 'a']); // [0.7071…, −0.7071…]
  */
-export function groupAdvantages(rewards: readonly number[], groupIds: readonly (string | number)[]): number[] {
+export function groupAdvantages(rewards: readonly number[], groupIds: readonly (string | number)[], stdFloor = 0): number[] {
   if (rewards.length !== groupIds.length) throw new RangeError(`groupAdvantages: ${rewards.length} rewards but ${groupIds.length} group ids`);
   const groups = new Map<string | number, number[]>();
   groupIds.forEach((g, i) => {
@@ -38,7 +38,7 @@ export function groupAdvantages(rewards: readonly number[], groupIds: readonly (
     if (r.every((x) => x === r[0])) continue;
     const mean = r.reduce((a, b) => a + b, 0) / r.length;
     const variance = r.reduce((a, x) => a + (x - mean) ** 2, 0) / (r.length - 1);
-    const std = Math.sqrt(variance);
+    const std = Math.max(Math.sqrt(variance), stdFloor);
     idx.forEach((i, k) => (adv[i] = (r[k]! - mean) / (std + ADV_EPS)));
   }
   return adv;
@@ -109,6 +109,8 @@ export interface GrpoInput extends ClipOptions {
   refLogprobs?: readonly (readonly number[])[];
   /** @default 0 */
   klCoef?: number;
+  /** advantages divide by max(group std, stdFloor). @default 0 */
+  stdFloor?: number;
 }
 
 export interface GrpoOutput {
@@ -133,7 +135,7 @@ export function grpoLoss(inp: GrpoInput): GrpoOutput {
     if (inp.oldLogprobs[i]!.length !== row.length) throw new RangeError(`grpoLoss: sample ${i} has ${row.length} logprobs but ${inp.oldLogprobs[i]!.length} old logprobs`);
     if (inp.refLogprobs && inp.refLogprobs[i]?.length !== row.length) throw new RangeError(`grpoLoss: sample ${i} has ${row.length} logprobs but ${inp.refLogprobs[i]?.length ?? 0} ref logprobs`);
   });
-  const advantages = groupAdvantages(inp.rewards, inp.groupIds);
+  const advantages = groupAdvantages(inp.rewards, inp.groupIds, inp.stdFloor ?? 0);
   const toks = inp.logprobs.map((row, i) => row.map((lp, t) => tokenLoss(lp, inp.oldLogprobs[i]![t]!, advantages[i]!, inp)));
   const pgLoss = tokenMean(toks.map((r) => r.map((x) => x.loss)));
   const ref = inp.refLogprobs;

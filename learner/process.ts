@@ -88,6 +88,8 @@ export interface GrpoConfig {
   clipC?: number;
   /** weight of the k3 KL to the reference; 0 = off. @default 0 */
   klCoef?: number;
+  /** advantages divide by max(group std, stdFloor): reward differences far below it stay small. @default 0 */
+  stdFloor?: number;
   /** optimizer steps on the same batch. @default 1 */
   updateIters?: number;
   /** logits are divided by it, as the sampler did. @default 1 */

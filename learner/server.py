@@ -63,7 +63,7 @@ class CheckpointError(Exception):
 
 
 DEFAULT_OPTIM = {"lr": 3e-4, "weight_decay": 0.0, "beta1": 0.9, "beta2": 0.999, "grad_clip": 1.0}
-DEFAULT_GRPO = {"eps_low": 0.2, "eps_high": 0.2, "clip_c": 3.0, "kl_coef": 0.0, "update_iters": 1, "temperature": 1.0, "micro_batch_size": 0}
+DEFAULT_GRPO = {"eps_low": 0.2, "eps_high": 0.2, "clip_c": 3.0, "kl_coef": 0.0, "update_iters": 1, "temperature": 1.0, "micro_batch_size": 0, "std_floor": 0.0}
 
 
 class Learner:
@@ -294,7 +294,7 @@ class Learner:
         if not isinstance(groups, list) or len(groups) != n:
             raise RequestError("args.group_ids must have one id per sample")
         temp = float(cfg["temperature"])
-        adv = grpo.group_advantages(torch.tensor(rewards, dtype=torch.float64), groups).to(torch.float32).to(self.device)
+        adv = grpo.group_advantages(torch.tensor(rewards, dtype=torch.float64), groups, float(cfg["std_floor"])).to(torch.float32).to(self.device)
         old = self.pad_rows(a.get("old_logprobs"), lens, "old_logprobs")
         if old is None:
             # on-policy: the behaviour policy is the current one
@@ -340,7 +340,7 @@ class Learner:
         return grpo.grpo_math(
             a["logprobs"], a["old_logprobs"], a["rewards"], a["group_ids"],
             eps_low=a.get("eps_low", 0.2), eps_high=a.get("eps_high", 0.2), clip_c=a.get("clip_c", 3.0),
-            kl_coef=a.get("kl_coef", 0.0), ref_logprobs=a.get("ref_logprobs"),
+            kl_coef=a.get("kl_coef", 0.0), ref_logprobs=a.get("ref_logprobs"), std_floor=a.get("std_floor", 0.0),
         )
 
     def op_export(self, a):

@@ -8,7 +8,7 @@ test.before(async () => {
 });
 test.after.always(async () => lp?.close());
 
-function randomCase(seed: number): Required<Pick<GrpoInput, 'logprobs' | 'oldLogprobs' | 'rewards' | 'groupIds' | 'refLogprobs'>> & { klCoef: number; epsLow: number; epsHigh: number; clipC: number } {
+function randomCase(seed: number): Required<Pick<GrpoInput, 'logprobs' | 'oldLogprobs' | 'rewards' | 'groupIds' | 'refLogprobs'>> & { klCoef: number; epsLow: number; epsHigh: number; clipC: number; stdFloor?: number } {
   const rng = new Rng(seed);
   const n = 12;
   const logprobs: number[][] = [];
@@ -32,7 +32,8 @@ function randomCase(seed: number): Required<Pick<GrpoInput, 'logprobs' | 'oldLog
   rewards[3] = 1;
   const groupIds = Array.from({ length: n }, (_, i) => (i < 9 ? `g${i % 3}` : i === 9 ? 'solo' : 'same'));
   rewards[10] = rewards[11] = 0.5; // group 'same': equal rewards
-  return { logprobs, oldLogprobs, refLogprobs, rewards, groupIds, klCoef: 0.05, epsLow: 0.2, epsHigh: 0.28, clipC: 3 };
+  // case 3 floors the group std above every group's own (rewards in {0, 0.5, 1}: std ≤ 0.58)
+  return { logprobs, oldLogprobs, refLogprobs, rewards, groupIds, klCoef: 0.05, epsLow: 0.2, epsHigh: 0.28, clipC: 3, ...(seed === 3 ? { stdFloor: 0.9 } : {}) };
 }
 
 for (const seed of [1, 2, 3]) {
@@ -54,6 +55,12 @@ for (const seed of [1, 2, 3]) {
     }
     t.true(ts.clipFrac > 0 && ts.dualClipFrac > 0, 'the case exercises both clips');
     t.is(ts.advantages[9], 0);
+    if (c.stdFloor !== undefined) {
+      // the floor shrinks every advantage against the plain group std
+      const plain = grpoLoss({ ...c, stdFloor: 0 }).advantages;
+      ts.advantages.forEach((a, i) => t.true(Math.abs(a) <= Math.abs(plain[i]!) * 0.99 || a === 0, `advantage ${i}: ${a} vs ${plain[i]}`));
+      t.true(ts.advantages.some((a) => a !== 0));
+    }
     t.deepEqual(ts.advantages.slice(10), [0, 0]);
   });
 }
