@@ -182,6 +182,26 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     .filter((m) => m.available === true && m.name !== 'vanilla')
     .map((m) => [m.label, ...cols.map((c) => fmtDelta(delta[m.name]![`${c.env}.${c.metric}`])), fmtDelta(delta[m.name]!.avg)]);
 
+  // Harness-R1 against the controls that could prove it wrong: paired on the same tasks and seeds
+  const HEAD = 'engineer-grpo';
+  const CONTROLS = ['best-fixed-patch', 'engineer-sft', 'prompted-editor', 'vanilla'];
+  const ran = (n: string) => meta.methods.some((m) => m.name === n && m.available === true);
+  const labelOf = (n: string) => meta.methods.find((m) => m.name === n)?.label ?? n;
+  const versusRows: string[][] = [];
+  if (ran(HEAD)) {
+    for (const ctl of CONTROLS.filter(ran)) {
+      const per = primary.map((c) => {
+        const a = mat(HEAD, c.env, c.metric);
+        const z = mat(ctl, c.env, c.metric);
+        return a && z ? pairedDelta([a], [z], boot(`v|${ctl}|${c.env}|${c.metric}`)) : null;
+      });
+      const as = primary.map((c) => mat(HEAD, c.env, c.metric));
+      const zs = primary.map((c) => mat(ctl, c.env, c.metric));
+      const avg = as.every((x) => x !== null) && zs.every((x) => x !== null) ? pairedDelta(as as number[][][], zs as number[][][], boot(`v|${ctl}|avg`)) : null;
+      versusRows.push([`${labelOf(HEAD)} − ${labelOf(ctl)}`, ...per.map((d) => fmtDelta(d)), fmtDelta(avg), avg === null ? '—' : avg.lo > 0 ? 'above' : avg.hi < 0 ? 'below' : 'not resolved']);
+    }
+  }
+
   // spread across packets (methods that read packets)
   const spreadRows: (string | number)[][] = [];
   // a method reads packets when its rows name one (a fixed patch, e.g. the best fixed patch, has one row with none)
@@ -211,6 +231,16 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     '',
     mdTable(['method', ...cols.map((c) => c.title), 'average'], deltaRows),
     '',
+    ...(versusRows.length
+      ? [
+          '## Harness-R1 against its controls (points, paired on the same tasks and seeds)',
+          '',
+          mdTable(['difference', ...primary.map((c) => c.title), 'average', 'average interval'], versusRows),
+          '',
+          '"above": the 95 % interval of the paired difference of the average lies above 0; "not resolved": it contains 0.',
+          '',
+        ]
+      : []),
     '## Spread across packets (primary metric per packet, %)',
     '',
     spreadRows.length ? mdTable(['method', 'metric', 'packets', 'per packet', 'mean ± sd'], spreadRows) : '(no packet-reading method ran)',
