@@ -79,7 +79,7 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const cfgFile = join(dir, 'cfg.yaml');
-  writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nmodel: { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 768 }\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 4, k: 4, temperature: 1.0 }\ncheckpointEvery: 2\n');
+  writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nmodel: { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 768 }\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 4, k: 4, temperature: 1.0, klCoef: 0.1, stdFloor: 0.05 }\nreward: { on: heldout, heldoutTasks: 6 }\ncheckpointEvery: 2\n');
   const args = (out: string) => ['train', '--config', cfgFile, '--in-process', '--out', out];
   const full = hr1(args(join(dir, 'full')));
   t.is(await full.exited, 0, full.out());
@@ -90,14 +90,21 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
   const resumed = hr1([...args(join(dir, 'cut')), '--resume']);
   t.is(await resumed.exited, 0, resumed.out());
   t.regex(resumed.out(), /resuming after GRPO iteration 2/);
-  const read = (f: string) => readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { phase: string; iteration: number; meanDelta?: number; loss?: number; entropy?: number });
+  const read = (f: string) => readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { phase: string; iteration: number; meanDelta?: number; loss?: number; entropy?: number; kl?: number });
   const a = read(join(dir, 'full', 'iterations.jsonl')).filter((x) => x.phase === 'grpo');
   const b = read(join(dir, 'cut', 'iterations.jsonl')).filter((x) => x.phase === 'grpo');
   t.deepEqual(b.map((x) => x.iteration), [1, 2, 3, 4]);
   for (let i = 0; i < 4; i++) {
     t.is(b[i]!.meanDelta, a[i]!.meanDelta, `iteration ${i + 1} Δ`);
     t.is(b[i]!.loss?.toFixed(6), a[i]!.loss?.toFixed(6), `iteration ${i + 1} loss`);
+    // the KL to the SFT engineer: the resumed run's reference came back from the checkpoint
+    t.is(b[i]!.kl?.toFixed(6), a[i]!.kl?.toFixed(6), `iteration ${i + 1} KL`);
   }
+  t.true(a.slice(1).some((x) => (x.kl ?? 0) > 0), 'once the policy moved, the KL to the SFT reference is > 0');
+  // held-out reward: the GRPO candidates were scored on tasks outside each iteration's packet batch, listed in splits.json
+  const splits = JSON.parse(readFileSync(join(dir, 'full', TRAIN_SPLITS_FILE), 'utf8'));
+  t.is(splits.envs.alfworld.grpo.length, 4 * (6 + 6));
+  t.true(splits.envs.alfworld.grpo.some((e: { seed: number }) => e.seed >= SEED_SPACES.heldout && e.seed < SEED_SPACES.grpo));
   rmSync(dir, { recursive: true, force: true });
 });
 
