@@ -3,14 +3,15 @@
  * env, trained with the default train config and the experiment's target and seed, cached under
  * runs/engineers/<hash>/<env>/. Trained on the cluster the experiment runs on.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import type { Cluster } from '../../cluster/client.ts';
 import { SIM_VERSION } from '../../policies/targets/sim/sim.ts';
 import { DECODE_PATH_VERSION } from '../../learner/sampling.ts';
 import { PATCH_LANG_VERSION } from '../../policies/engineer/patch-lang.ts';
-import { resolveTrainConfig, trainEngineer } from '../train.ts';
+import { hashedConfig, resolveTrainConfig, trainEngineer } from '../train.ts';
+import { canonicalJson } from '../../harness/index.ts';
 
 /** Bumped when the episodes an engineer trains on change (1: GRPO seeds apart, splits.json recorded). */
 export const SPLITS_VERSION = 1;
@@ -20,11 +21,12 @@ export const ENGINEER_TRAIN_CONFIG = 'experiments/configs/train.default.yaml';
 
 /**
  * The folder the engineers of (target, seed, train config) are cached in (a target per env: the
- * whole map keys it; a config other than the default: its text does).
+ * whole map keys it; a config other than the default: its resolved values do, not its text).
  */
 export function engineersDir(target: string | Readonly<Record<string, string>>, seed: number, config: string = ENGINEER_TRAIN_CONFIG, trainSplits: Readonly<Record<string, string>> = {}): string {
   const t = typeof target === 'string' ? target : JSON.stringify(Object.entries(target).sort(([a], [b]) => (a < b ? -1 : 1)));
-  const c = config === ENGINEER_TRAIN_CONFIG ? '' : `|c${createHash('sha256').update(readFileSync(config)).digest('hex').slice(0, 12)}`;
+  // what the config says, not its text: a comment or a reordered key keeps the engineers it trained
+  const c = config === ENGINEER_TRAIN_CONFIG ? '' : `|c${createHash('sha256').update(canonicalJson(hashedConfig(resolveTrainConfig(config, {})))).digest('hex').slice(0, 12)}`;
   // an env trained on another split than its own train split (an experiment's splits.<env>.train) keys the folder too
   const sp = Object.keys(trainSplits).length ? `|t${JSON.stringify(Object.entries(trainSplits).sort(([a], [b]) => (a < b ? -1 : 1)))}` : '';
   return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}${c}${sp}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}`).digest('hex').slice(0, 10));
