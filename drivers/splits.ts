@@ -13,9 +13,10 @@ import type { EpisodeRef } from '../actors/target.ts';
  * VERIFY_SEED_STRIDE × j, below 800,000 for j ≤ 7); GRPO iteration t: `grpo + 1000 × seed + t`;
  * held-out reward batches (train config `reward.on: heldout`): SFT batch b's verification j
  * `heldout + 10,000 × seed + 8 × b + j`, GRPO iteration t's `heldout + 50,000 + 1000 × seed + t`;
- * evaluation packet batch i: `packets + seed + i`; test episodes use the seeds the experiment names.
+ * evaluation packet batch i: `packets + seed + i`; crosstask's failures under packet seed s:
+ * `crosstask + s`; test episodes use the seeds the experiment names.
  */
-export const SEED_SPACES = { sft: 0, heldout: 700_000, grpo: 800_000, packets: 900_000 } as const;
+export const SEED_SPACES = { sft: 0, heldout: 700_000, grpo: 800_000, packets: 900_000, crosstask: 950_000 } as const;
 
 /** One named set of episodes of one env (e.g. `sft`, `grpo`, `packets`, `test`). */
 export interface EpisodeSet {

@@ -314,11 +314,12 @@ export async function ensureLmTargets(targets: readonly string[], log: (line: st
  * SFT and GRPO episodes (its splits.json) — and describe them for run.json. Throws
  * SplitOverlapError on an overlap, ExpError when an engineer run has no splits.json.
  */
-export function checkSplits(o: Pick<CommonOptions, 'envs' | 'seed' | 'test' | 'train' | 'splits'> & { engineer?: string | undefined }, useEngineer: boolean): NonNullable<RunMeta['disjoint']> {
+export function checkSplits(o: Pick<CommonOptions, 'envs' | 'seed' | 'test' | 'train' | 'splits'> & { engineer?: string | undefined }, useEngineer: boolean, packets?: (env: string) => EpisodeSet): NonNullable<RunMeta['disjoint']> {
   const sets: EpisodeSet[] = [];
   const engineers: NonNullable<RunMeta['disjoint']>['engineers'] = {};
   for (const env of o.envs) {
-    sets.push({ name: 'evaluation packets', env, episodes: trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed, roles: o.splits?.[env] }).flat() });
+    // the episodes packets may come from: the evaluation's train batches, or an experiment's own (crosstask)
+    sets.push(packets ? packets(env) : { name: 'evaluation packets', env, episodes: trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed, roles: o.splits?.[env] }).flat() });
     sets.push({ name: 'test', env, episodes: episodesOf(testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]), o.test.seeds) });
     if (!useEngineer || !o.engineer) continue;
     const file = [join(o.engineer, env, TRAIN_SPLITS_FILE), join(o.engineer, TRAIN_SPLITS_FILE)].find((f) => existsSync(f));

@@ -1,7 +1,8 @@
 /**
  * `hr1 exp crosstask`: 10 failures from training tasks → one patch → gain on all held-out tasks.
- * Per env and seed s: the train split in a seeded shuffle is rolled out vanilla (episode seed s)
- * and its first 10 failed episodes make the packet; each method writes one patch from it; the
+ * Per env and seed s: the train split in a seeded shuffle is rolled out vanilla (episode seed
+ * CROSSTASK_SEED_BASE + s, apart from every engineer's and evaluation's) and its first 10 failed
+ * episodes make the packet; each method writes one patch from it; the
  * patch is scored on every test task, paired with vanilla. Mean ± std of the gain over seeds.
  */
 import { z } from 'zod';
@@ -15,7 +16,8 @@ import { barChart } from '../report/plots.ts';
 import { fmtInterventions, interventionRate } from '../report/data.ts';
 import { primaryMetric, episodesOf, rolesOf, testTasks, type EvalRow, type ExpRun, type PacketSource } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, testSchema, unitKey, type ExpIO, type ExpResult, type Report, engineerTrainShape, targetPerEnvSchema, targetsByEnv, targetsLabel } from './common.ts';
+import { SEED_SPACES, type EpisodeSet } from '../../drivers/index.ts';
+import { checkSplits, commonShape, methodOptionsOf, methodsMeta, posInt, reportHeader, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, testSchema, unitKey, type ExpIO, type ExpResult, type Report, engineerTrainShape, targetPerEnvSchema, targetsByEnv, targetsLabel } from './common.ts';
 import { gainOf } from './sweep.ts';
 
 export const DEFAULT_CROSSTASK_TARGET = 'sim/qwen-3b';
@@ -45,13 +47,21 @@ export function resolveExpCrosstask(input: unknown): ExpCrosstaskOptions {
   return resolveExp(ExpCrosstaskSchema, input, 'crosstask');
 }
 
-/** The first `n` failed vanilla episodes of the train split in a seeded shuffle (episode seed s). */
+/** Where the episode seeds of crosstask's failures start: packet seed s plays `CROSSTASK_SEED_BASE + s` (SEED_SPACES, drivers/splits.ts). */
+export const CROSSTASK_SEED_BASE = SEED_SPACES.crosstask;
+
+/** Every episode crosstask's failures may come from (the whole train split under each packet seed): checked apart from the engineers' and the tests'. */
+export function crosstaskCandidates(env: string, trainSplit: string, seeds: readonly number[]): EpisodeSet {
+  return { name: 'crosstask failures (candidates)', env, episodes: seeds.flatMap((s) => listTasks(env, trainSplit).map((taskId) => ({ taskId, seed: CROSSTASK_SEED_BASE + s }))) };
+}
+
+/** The first `n` failed vanilla episodes of the train split in a seeded shuffle (episode seed CROSSTASK_SEED_BASE + s). */
 async function failuresSource(x: ExpRun, env: string, target: string, n: number, s: number, trainSplit: string): Promise<PacketSource> {
   const order = new Rng(`crosstask|${env}|${s}`).shuffle(listTasks(env, trainSplit));
   const picked: PacketSource = { packet: extractPacket([]), records: [], episodes: [] };
   // roll the shuffled split in slices until n failures are in hand
   for (let i = 0; i < order.length && picked.records.length < n; i += 40) {
-    const eps = order.slice(i, i + 40).map((taskId) => ({ taskId, seed: s }));
+    const eps = order.slice(i, i + 40).map((taskId) => ({ taskId, seed: CROSSTASK_SEED_BASE + s }));
     const recs = await x.roll(env, target, null, eps);
     for (const r of recs) {
       if (picked.records.length >= n) break;
@@ -82,7 +92,7 @@ export async function runExpCrosstask(input: ExpCrosstaskInput & { config?: stri
   return runExperiment(
     'crosstask',
     o,
-    { targets, ...(typeof o.target === 'string' ? {} : { targetByEnv: byEnv }), simulated: simulatedOf(targets), methods: mMeta, splits },
+    { targets, ...(typeof o.target === 'string' ? {} : { targetByEnv: byEnv }), simulated: simulatedOf(targets), methods: mMeta, splits, disjoint: checkSplits(o, mMeta.some((m) => m.kind === 'engineer' && m.available === true), (env) => crosstaskCandidates(env, rolesOf(env, o.splits?.[env]).train, o.seeds)) },
     io,
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];

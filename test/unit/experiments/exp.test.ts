@@ -232,6 +232,15 @@ test('exp sweep, crosstask, ablate, coevolve - small runs write their tables and
   const x = await runExpCrosstask({ ...tiny, out: join(root, 'ct'), seeds: [0, 1], failures: 5, methods: ['prompted-editor', 'engineer-grpo'] }, c);
   t.regex(x.report.markdown, /\| prompted editor \(teacher\) \| [+-]\d+\.\d ± \d+\.\d/);
   t.true(x.report.markdown.includes(ENGINEER_MISSING));
+  // its failures come from episodes checked apart from every engineer's: an engineer trained on one of them is refused
+  const cand = x.meta.disjoint!.sets.find((z) => z.name === 'crosstask failures (candidates)' && z.env === 'webshop')!;
+  t.deepEqual(cand.seeds, [950_000, 950_001]);
+  t.false(x.meta.disjoint!.sets.some((z) => z.name === 'evaluation packets'), 'crosstask has no train batches to list');
+  const leak = join(root, 'ct-leaky-engineer');
+  mkdirSync(join(leak, 'webshop'), { recursive: true });
+  const { listTasks } = await import('../../../envs/registry.ts');
+  writeFileSync(join(leak, 'webshop', TRAIN_SPLITS_FILE), JSON.stringify({ kind: 'hr1-train-splits/1', envs: { webshop: { target: 'sim/qwen-3b', split: 'train', sft: [{ taskId: listTasks('webshop', 'train')[3], seed: 950_001 }], verify: [], grpo: [] } } }));
+  await t.throwsAsync(runExpCrosstask({ ...tiny, envs: ['webshop'], engineer: leak, out: join(root, 'ct-leak'), seeds: [0, 1], failures: 5, methods: ['engineer-grpo'] }, c), { instanceOf: SplitOverlapError, message: /webshop: the crosstask failures \(candidates\) and engineer SFT episodes share 1 \(task, seed\) pair/ });
   const a = await runExpAblate({ ...tiny, out: join(root, 'ab') }, c);
   t.is(a.rows.filter((r) => r.variant.startsWith('-')).length, 2 * 4);
   t.regex(a.report.markdown, /drop without preAction/);
