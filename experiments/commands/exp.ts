@@ -14,7 +14,8 @@ export type ExpCommandOptions = Record<string, unknown> & {
   trainEngineer?: boolean;
 };
 
-const wantsEngineer = (m: unknown) => typeof m === 'string' && m.startsWith('engineer-');
+// the engineer rows, and the best fixed patch (chosen among the engineers' SFT rows)
+const wantsEngineer = (m: unknown) => typeof m === 'string' && (m.startsWith('engineer-') || m === 'best-fixed-patch');
 /** the train split of each env an experiment's `splits` overrides: its engineers train there too */
 const trainSplitsOf = (splits: Record<string, { train: string }> | undefined): Record<string, string> => Object.fromEntries(Object.entries(splits ?? {}).map(([env, r]) => [env, r.train]));
 
