@@ -417,6 +417,17 @@ expCommon(expCmd.command('sweep').description('one method applied without retuni
     const { runExpCommand } = await import('../commands/exp.ts');
     await runExpCommand('sweep', o);
   });
+expCmd
+  .command('compare')
+  .description('two exp sweep run folders cell by cell (e.g. the engineer against the best fixed patch): paired difference per target × env, cells above/below, mean over cells; from stored rows only')
+  .argument('<run-a>', 'a sweep run folder')
+  .argument('<run-b>', 'another sweep run folder, scored on the same test episodes')
+  .option('--json', 'print the comparison as JSON')
+  .action(async (a: string, b: string, o: { json?: boolean }) => {
+    const { compareSweeps, formatComparison } = await import('../exp/compare.ts');
+    const c = compareSweeps(a, b);
+    console.log(o.json ? JSON.stringify(c, null, 2) : formatComparison(c));
+  });
 expCommon(expCmd.command('crosstask').description('N failures from training tasks → one patch → gain on all held-out tasks, mean ± std over seeds'))
   .option('--target <spec>', 'target, or one per env: alfworld=lm/…,webshop=lm/…')
   .option('--methods <list>', 'methods', list)

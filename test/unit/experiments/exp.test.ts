@@ -229,10 +229,23 @@ test('exp sweep, crosstask, ablate, coevolve - small runs write their tables and
   const s = await runExpSweep({ ...tiny, out: join(root, 'sw'), targets: ['sim/qwen-3b', 'sim/llama-1.5b'] }, c);
   t.regex(s.report.text, /positive cells: \d+ of 4/);
   t.true(existsSync(join(root, 'sw/plots/sweep-heatmap.png')));
+  // two sweeps on the same episodes, compared cell by cell: A − B is A's gain minus B's (the same vanilla rows), a sweep against itself is 0
+  const s2 = await runExpSweep({ ...tiny, out: join(root, 'sw-react'), targets: ['sim/qwen-3b', 'sim/llama-1.5b'], method: 'react' }, c);
+  t.is(s2.meta.methods[0]!.name, 'react');
+  const { compareSweeps, formatComparison } = await import('../../../experiments/exp/compare.ts');
+  const cmp = compareSweeps(join(root, 'sw'), join(root, 'sw-react'));
+  t.is(cmp.cells.length, 4);
+  for (const x of cmp.cells) t.true(Math.abs(x.diff.mean - (x.a!.mean - x.b!.mean)) < 1e-9, `${x.target} ${x.env}`);
+  t.regex(formatComparison(cmp), /prompted-editor above react in \d+ of 4 cells/);
+  const self = compareSweeps(join(root, 'sw'), join(root, 'sw'));
+  t.true(self.cells.every((x) => x.diff.mean === 0 && x.diff.lo === 0 && x.diff.hi === 0));
+  t.is(self.mean!.mean, 0);
+  t.throws(() => compareSweeps(join(root, 'sw'), join(root, 'nope')), { message: /is not a run folder \(no run\.json\)/ });
   const x = await runExpCrosstask({ ...tiny, out: join(root, 'ct'), seeds: [0, 1], failures: 5, methods: ['prompted-editor', 'engineer-grpo'] }, c);
   t.regex(x.report.markdown, /\| prompted editor \(teacher\) \| [+-]\d+\.\d ± \d+\.\d/);
   t.true(x.report.markdown.includes(ENGINEER_MISSING));
   // its failures come from episodes checked apart from every engineer's: an engineer trained on one of them is refused
+  t.throws(() => compareSweeps(join(root, 'sw'), join(root, 'ct')), { message: /holds an exp crosstask run; compare takes two exp sweep run folders/ });
   const cand = x.meta.disjoint!.sets.find((z) => z.name === 'crosstask failures (candidates)' && z.env === 'webshop')!;
   t.deepEqual(cand.seeds, [950_000, 950_001]);
   t.false(x.meta.disjoint!.sets.some((z) => z.name === 'evaluation packets'), 'crosstask has no train batches to list');
