@@ -241,6 +241,8 @@ export interface Report {
   markdown: string;
   text: string;
   plots: { name: string; svg: string }[];
+  /** fields an experiment adds to summary.json (exp main: `versus`, Harness-R1 against its controls) */
+  summary?: Record<string, unknown>;
 }
 
 export interface ExpResult {
@@ -355,7 +357,7 @@ export function writeReport(run: RunDir, meta: RunMeta, rows: readonly EvalRow[]
   run.writeFile(RUN_FILES.report, report.markdown);
   run.writeFile(RUN_FILES.csv, rowsToCsv(meta.exp, rows));
   const summary = summarizeRun(meta, rows);
-  run.writeFile(RUN_FILES.summary, `${JSON.stringify(summary, null, 2)}\n`);
+  run.writeFile(RUN_FILES.summary, `${JSON.stringify({ ...summary, ...(report.summary ?? {}) }, null, 2)}\n`);
   run.writeFile(RUN_FILES.scalars, scalarsToCsv(expScalars(rows, summary)));
   for (const p of report.plots) {
     run.writeFile(`${RUN_FILES.plots}/${p.name}.svg`, p.svg);

@@ -188,6 +188,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
   const ran = (n: string) => meta.methods.some((m) => m.name === n && m.available === true);
   const labelOf = (n: string) => meta.methods.find((m) => m.name === n)?.label ?? n;
   const versusRows: string[][] = [];
+  const versus: { method: string; control: string; env: Record<string, Interval | null>; average: Interval | null }[] = [];
   if (ran(HEAD)) {
     for (const ctl of CONTROLS.filter(ran)) {
       const per = primary.map((c) => {
@@ -198,6 +199,7 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
       const as = primary.map((c) => mat(HEAD, c.env, c.metric));
       const zs = primary.map((c) => mat(ctl, c.env, c.metric));
       const avg = as.every((x) => x !== null) && zs.every((x) => x !== null) ? pairedDelta(as as number[][][], zs as number[][][], boot(`v|${ctl}|avg`)) : null;
+      versus.push({ method: HEAD, control: ctl, env: Object.fromEntries(primary.map((c, i) => [c.env, per[i] ?? null])), average: avg });
       versusRows.push([`${labelOf(HEAD)} − ${labelOf(ctl)}`, ...per.map((d) => fmtDelta(d)), fmtDelta(avg), avg === null ? '—' : avg.lo > 0 ? 'above' : avg.hi < 0 ? 'below' : 'not resolved']);
     }
   }
@@ -323,5 +325,6 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     });
   }
   const text = [`exp main — target ${target}${simulated ? ' (SIMULATED target)' : ''}; %, 95% bootstrap CI`, textTable(head, tableRows), '', `paper ordering: ${PAPER_MAIN.ordering}`, `ours (average): ${ordering}`].join('\n');
-  return { markdown: md, text, plots };
+  // the same differences for a reader of summary.json (proportions, as the other intervals there)
+  return { markdown: md, text, plots, ...(versus.length ? { summary: { versus } } : {}) };
 }

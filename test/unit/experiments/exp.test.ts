@@ -191,6 +191,13 @@ test.serial('methods - a registered engineer fills its row', async (t) => {
     t.regex(md, /\| engineer, SFT\+GRPO \| \d+\.\d \[/);
     t.true(md.includes(`| engineer, SFT only | ${ENGINEER_MISSING} |`));
     t.is(r.rows.filter((x) => x.method === 'engineer-grpo').length, 2);
+    // Harness-R1 against its controls: the ones that ran (the best fixed patch and SFT-only need a trained engineer), paired
+    t.regex(md, /## Harness-R1 against its controls/);
+    t.regex(md, /\| engineer, SFT\+GRPO − prompted editor \(teacher\) \| [+-]\d+\.\d \[/);
+    const summary = JSON.parse(read(join(root, 'reg'), RUN_FILES.summary)) as { versus: { control: string; average: { mean: number } | null }[]; averages: { method: string; delta: { mean: number } | null }[] };
+    t.deepEqual(summary.versus.map((v) => v.control), ['prompted-editor', 'vanilla']);
+    const vsVanilla = summary.versus.find((v) => v.control === 'vanilla')!.average!.mean;
+    t.true(Math.abs(vsVanilla - summary.averages.find((a) => a.method === 'engineer-grpo')!.delta!.mean) < 1e-9, 'the difference against vanilla is the Δ vs vanilla');
   } finally {
     resetMethods();
   }
