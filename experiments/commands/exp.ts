@@ -14,8 +14,9 @@ export type ExpCommandOptions = Record<string, unknown> & {
   trainEngineer?: boolean;
 };
 
-// the engineer rows, and the best fixed patch (chosen among the engineers' SFT rows)
-const wantsEngineer = (m: unknown) => typeof m === 'string' && (m.startsWith('engineer-') || m === 'best-fixed-patch');
+// a method of kind 'engineer' reads an engineer folder: the engineer rows, the best fixed patch
+// (chosen among its SFT rows), and any registered one; an unknown name is refused when the options resolve
+const wantsEngineer = (m: unknown, exp: typeof import('../exp/index.ts')) => typeof m === 'string' && exp.methodNames().includes(m) && exp.getMethod(m).kind === 'engineer';
 /** the train split of each env an experiment's `splits` overrides: its engineers train there too */
 const trainSplitsOf = (splits: Record<string, { train: string }> | undefined): Record<string, string> => Object.fromEntries(Object.entries(splits ?? {}).map(([env, r]) => [env, r.train]));
 
@@ -66,7 +67,7 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
       const { llmEditorSettings } = await import('../runner/llm-editor.ts');
       llmEditorSettings({ engineer: resolved.engineer, llmEditor: resolved.llmEditor });
     }
-    if (resolved.engineer || !trainEngineers || !resolved.methods.some(wantsEngineer)) {
+    if (resolved.engineer || !trainEngineers || !resolved.methods.some((m) => wantsEngineer(m, exp))) {
       await exp.runExpMain(opts);
       return;
     }
@@ -77,7 +78,7 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
     const resolved = name === 'sweep' ? exp.resolveExpSweep(opts) : name === 'ablate' ? exp.resolveExpAblate(opts) : exp.resolveExpCrosstask(opts);
     const run = (o: Record<string, unknown>, io?: { cluster: Cluster; note: string }) =>
       name === 'sweep' ? exp.runExpSweep(o, io) : name === 'ablate' ? exp.runExpAblate(o, io) : exp.runExpCrosstask(o, io);
-    const wanted = 'methods' in resolved ? resolved.methods.some(wantsEngineer) : wantsEngineer(resolved.method);
+    const wanted = 'methods' in resolved ? resolved.methods.some((m) => wantsEngineer(m, exp)) : wantsEngineer(resolved.method, exp);
     // engineers trained on engineerTargets (the main job's, from its cache), then applied unchanged
     if (!resolved.engineer && trainEngineers && wanted && resolved.engineerTargets) {
       await withEngineers(resolved, exp.targetsByEnv(resolved.engineerTargets, resolved.envs, 'engineerTargets'), (engineer, io) => run({ ...opts, engineer }, io));
