@@ -190,15 +190,12 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
   const versusRows: string[][] = [];
   const versus: { method: string; control: string; env: Record<string, Interval | null>; average: Interval | null }[] = [];
   if (ran(HEAD)) {
+    const as = primary.map((c) => mat(HEAD, c.env, c.metric));
     for (const ctl of CONTROLS.filter(ran)) {
-      const per = primary.map((c) => {
-        const a = mat(HEAD, c.env, c.metric);
-        const z = mat(ctl, c.env, c.metric);
-        return a && z ? pairedDelta([a], [z], boot(`v|${ctl}|${c.env}|${c.metric}`)) : null;
-      });
-      const as = primary.map((c) => mat(HEAD, c.env, c.metric));
-      const zs = primary.map((c) => mat(ctl, c.env, c.metric));
-      const avg = as.every((x) => x !== null) && zs.every((x) => x !== null) ? pairedDelta(as as number[][][], zs as number[][][], boot(`v|${ctl}|avg`)) : null;
+      // against vanilla: the Δ vs vanilla above (the same intervals as its table)
+      const zs = ctl === 'vanilla' ? [] : primary.map((c) => mat(ctl, c.env, c.metric));
+      const per = primary.map((c, i) => (ctl === 'vanilla' ? delta[HEAD]![`${c.env}.${c.metric}`]! : as[i] && zs[i] ? pairedDelta([as[i]!], [zs[i]!], boot(`v|${ctl}|${c.env}|${c.metric}`)) : null));
+      const avg = ctl === 'vanilla' ? delta[HEAD]!.avg! : as.every((x) => x !== null) && zs.every((x) => x !== null) ? pairedDelta(as as number[][][], zs as number[][][], boot(`v|${ctl}|avg`)) : null;
       versus.push({ method: HEAD, control: ctl, env: Object.fromEntries(primary.map((c, i) => [c.env, per[i] ?? null])), average: avg });
       versusRows.push([`${labelOf(HEAD)} − ${labelOf(ctl)}`, ...per.map((d) => fmtDelta(d)), fmtDelta(avg), avg === null ? '—' : avg.lo > 0 ? 'above' : avg.hi < 0 ? 'below' : 'not resolved']);
     }
