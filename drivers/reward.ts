@@ -40,6 +40,12 @@ export interface RewardOptions {
    * partial attribute/option/price score; equal to success on ALFWorld and DBBench). @default 'success'
    */
   metric?: 'success' | 'score';
+  /**
+   * rewardGroup: candidates evaluated at once (their rollouts share the target's replicas and
+   * decision batcher). Results do not depend on it: episodes are deterministic, and candidates
+   * whose canonical patch is the same share one evaluation. @default 1
+   */
+  concurrency?: number;
 }
 
 export interface RewardResult {
@@ -153,14 +159,42 @@ export async function rewardGroup(
   opts: RewardOptions = {},
 ): Promise<{ base: EpisodeRecord[]; results: ({ ok: true; reward: RewardResult } | { ok: false; error: MissingEvaluationError })[] }> {
   const base = spec.base ? [...spec.base] : await baseRecords(cluster, spec, opts);
-  const results: ({ ok: true; reward: RewardResult } | { ok: false; error: MissingEvaluationError })[] = [];
-  for (const patch of spec.patches) {
+  type Slot = { ok: true; reward: RewardResult } | { ok: false; error: MissingEvaluationError };
+  const evaluate = async (patch: unknown): Promise<Slot> => {
     try {
-      results.push({ ok: true, reward: await rewardOf(cluster, { ...spec, patch, base }, opts) });
+      return { ok: true, reward: await rewardOf(cluster, { ...spec, patch, base }, opts) };
     } catch (e) {
-      if (e instanceof MissingEvaluationError) results.push({ ok: false, error: e });
-      else throw e;
+      if (e instanceof MissingEvaluationError) return { ok: false, error: e };
+      throw e;
     }
+  };
+  const width = Math.max(1, Math.floor(opts.concurrency ?? 1));
+  if (width === 1) {
+    // one after the other: a repeated patch is served from the episode cache
+    const results: Slot[] = [];
+    for (const patch of spec.patches) results.push(await evaluate(patch));
+    return { base, results };
   }
+  // several at once: a repeated patch (same canonical hash) waits for the first one's evaluation
+  const shared = new Map<string, Promise<Slot>>();
+  const results = new Array<Slot>(spec.patches.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, spec.patches.length) }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= spec.patches.length) return;
+        const patch = spec.patches[i];
+        const read = readPatch(patch);
+        const key = read.ok ? read.parsed.hash : undefined;
+        let p = key !== undefined ? shared.get(key) : undefined;
+        if (!p) {
+          p = evaluate(patch);
+          if (key !== undefined) shared.set(key, p);
+        }
+        results[i] = await p;
+      }
+    }),
+  );
   return { base, results };
 }

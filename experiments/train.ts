@@ -25,6 +25,11 @@ import { ValueModel, rankCandidates } from '../policies/scorer/index.ts';
 import { writeTrainReport, writeTrainScalars } from './report/training.ts';
 import { DEFAULT_PROMPT_TOKENS, MAX_COMPLETION_TOKENS, PATCH_LANG_VERSION, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 import { engineerBackend, type SampledCompletion } from './train-engineer.ts';
+import { PolicyVersions, StageClock, policyFile, pruneFiles, range, runTrainPipeline, type PipelineStages } from './train-pipeline.ts';
+import type { RolloutOptions } from '../drivers/rollout.ts';
+import type { Packet } from '../policies/engineer/packet.ts';
+import type { EpisodeRecord } from '../harness/index.ts';
+import type { MissingEvaluationError } from '../policies/engineer/errors.ts';
 
 export const TrainConfigSchema = z
   .object({
@@ -123,6 +128,23 @@ export const TrainConfigSchema = z
     /** save a resumable checkpoint every N GRPO iterations */
     checkpointEvery: z.number().int().min(1).default(2),
     /**
+     * pipelined GRPO (`hr1 train --pipeline [--max-staleness N]`; experiments/train-pipeline.ts):
+     * the rollouts, samples and reruns of later iterations run while earlier ones are rerun and
+     * the learner updates. Absent: the synchronous loop.
+     */
+    pipeline: z
+      .strictObject({
+        /**
+         * how many policy versions a sample may be behind: iteration t samples from the engineer
+         * after update t−1−N (exactly; so results do not depend on timing). 0 makes the
+         * synchronous loop's updates. @default 1
+         */
+        maxStaleness: z.number().int().min(0).max(8).default(1),
+        /** candidates of one group rerun at once (a repeated patch is evaluated once). @default grpo.k */
+        reruns: z.number().int().min(1).max(64).optional(),
+      })
+      .optional(),
+    /**
      * oversample 2K candidates per packet and rerun only the K the validator's reward model ranks
      * best (`hr1 bench validator` trains the models into this folder: validation.onnx, reward.onnx)
      */
@@ -180,6 +202,8 @@ export interface IterationLog {
   entropy?: number;
   clipFrac?: number;
   kl?: number;
+  /** the policy version the group was sampled from (pipelined runs with staleness ≥ 1) */
+  policyVersion?: number;
   /** candidates left out of the group because their evaluation is missing (infra errors): never scored 0 */
   dropped?: { index: number; error: string }[];
   ms: { rollout?: number; sampling?: number; validation?: number; update?: number; total: number };
@@ -207,6 +231,8 @@ export interface TrainResult {
   /** the engineer after SFT only (engineer-sft.onnx, or engineer-sft.safetensors and engineer-sft-hf/) */
   sftOnnx: string;
   checkpoint: string;
+  /** wall time of the GRPO iterations and the share of it each stage was busy (also pipeline.json) */
+  pipeline: ReturnType<StageClock['report']>;
 }
 
 function mean(xs: number[]): number {
@@ -218,6 +244,50 @@ interface ResumeState {
   iteration: number;
   checkpoint: string;
   configHash: string;
+  /** a pipelined run: the files of the policy versions its next samples draw from (version → file in checkpoints/) */
+  policies?: Record<string, string>;
+}
+
+/** A GRPO iteration's policy-free part: its batch, base rollouts and packet. */
+interface Prepared {
+  it: number;
+  env: string;
+  target: string;
+  batch: { taskId: string; seed: number }[];
+  baseSuccess: number;
+  packet: Packet;
+  scoredOn: { taskId: string; seed: number }[];
+  scoredBase: EpisodeRecord[];
+  msRollout: number;
+  tIt: number;
+}
+interface Sampled {
+  version: number;
+  prompt: number[];
+  group: SampledCompletion[];
+  patches: unknown[];
+  msSampling: number;
+}
+interface Scored {
+  results: ({ ok: true; reward: RewardResult } | { ok: false; error: MissingEvaluationError })[];
+  msValidation: number;
+}
+
+/** candidates.jsonl lines of one group: every candidate with its reward (or why it is missing) */
+function candidateLines(it: number, env: string, results: Scored['results'], patches: readonly unknown[]): string {
+  return results
+    .map((r, i) => {
+      if (!r.ok) return `${JSON.stringify({ iteration: it, env, index: i, missing: r.error.message })}\n`;
+      const w = r.reward;
+      let patch: unknown = null;
+      try {
+        patch = w.valid ? toPatch(patches[i]) : null;
+      } catch {
+        patch = null;
+      }
+      return `${JSON.stringify({ iteration: it, env, index: i, valid: w.valid, delta: w.delta, patchHash: w.patchHash, patch })}\n`;
+    })
+    .join('');
 }
 
 /**
@@ -226,8 +296,9 @@ interface ResumeState {
  * a built-in engineer's run keeps the name it had before the hf: engineer existed.
  */
 export function hashedConfig(cfg: TrainConfig): Record<string, unknown> {
-  const { python: _python, engineer, hf, device, ...rest } = cfg;
-  return { ...rest, ...(engineer !== 'builtin' ? { engineer, hf } : {}), ...(device !== 'auto' ? { device } : {}) };
+  const { python: _python, engineer, hf, device, pipeline, ...rest } = cfg;
+  // a pipeline changes the updates only through its staleness (0: the synchronous loop's updates)
+  return { ...rest, ...(engineer !== 'builtin' ? { engineer, hf } : {}), ...(device !== 'auto' ? { device } : {}), ...(pipeline && pipeline.maxStaleness > 0 ? { staleness: pipeline.maxStaleness } : {}) };
 }
 
 /**
@@ -304,6 +375,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       objectPrefix: `engineer-${hash}`,
     });
     const sampler = await backend.spawnSampler(cluster);
+    const rolloutOpts: Omit<RolloutOptions, 'cache'> = {};
     const validator = cfg.validator ? { validation: await ValueModel.fromPath(join(cfg.validator, 'validation.onnx')), reward: await ValueModel.fromPath(join(cfg.validator, 'reward.onnx')) } : undefined;
     if (validator) log(`  validator: ${cfg.validator} (sampling ${2 * cfg.grpo.k}, rerunning the best ${cfg.grpo.k} by predicted Δ)`);
     // 3. SFT epochs
@@ -324,127 +396,179 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     }
     // the KL term's reference: the engineer as SFT left it (a resumed run's checkpoint holds it)
     if (!resume && cfg.grpo.klCoef > 0) await learner.setReference(null);
-    let onnx = await learner.export({});
-    await sampler.load(onnx.name);
+    // the policy versions the sampler draws from: v0 is the engineer as SFT left it, v_t the one
+    // after GRPO update t; each is an object in the store (pipelined iterations sample older ones)
+    const ext = backend.kind === 'hf' ? 'safetensors' : 'onnx';
+    const N = cfg.pipeline?.maxStaleness ?? 0;
+    const versions = new PolicyVersions(cluster.objects, `engineer-${hash}`, ext);
+    const startIt = resume?.iteration ?? 0;
+    const first = await learner.export({ name: versions.objectName(startIt) });
+    versions.set(startIt, first.name);
     // the SFT-only engineer, kept for comparison with SFT+GRPO
     const sftOnnx = join(out, backend.kind === 'hf' ? 'engineer-sft.safetensors' : 'engineer-sft.onnx');
     if (!resume) {
-      writeFileSync(sftOnnx, await cluster.objects.get(onnx.name));
+      writeFileSync(sftOnnx, await cluster.objects.get(first.name));
       if (backend.kind === 'hf') await learner.saveHf({ dir: join(out, 'engineer-sft-hf') });
       const ck0 = await learner.save({ path: join(out, 'checkpoints', 'it-0.pt') });
-      writeFileSync(stateFile, JSON.stringify({ iteration: 0, checkpoint: ck0.path, configHash: hash } satisfies ResumeState));
-    } else log(`  resuming after GRPO iteration ${resume.iteration} from ${resume.checkpoint}`);
-    // 4. GRPO
-    for (let it = (resume?.iteration ?? 0) + 1; it <= cfg.grpo.iterations; it++) {
+      if (N > 0) writeFileSync(join(out, 'checkpoints', policyFile(0, ext)), await cluster.objects.get(first.name));
+      writeFileSync(stateFile, JSON.stringify({ iteration: 0, checkpoint: ck0.path, configHash: hash, ...(N > 0 ? { policies: { 0: policyFile(0, ext) } } : {}) } satisfies ResumeState));
+    } else {
+      // a pipelined run resumes with the older versions its next samples draw from (kept beside the checkpoint)
+      for (const [v, file] of Object.entries(resume.policies ?? {})) {
+        const j = Number(v);
+        if (j >= startIt) continue;
+        const path = join(out, 'checkpoints', file);
+        if (!existsSync(path)) throw new ConfigError('--resume', `${out}: the checkpoint of iteration ${startIt} needs policy version ${j} (${path}), which is missing; start the run again without --resume`);
+        const name = versions.objectName(j);
+        await cluster.objects.put(name, readFileSync(path));
+        versions.set(j, name);
+      }
+      log(`  resuming after GRPO iteration ${resume.iteration} from ${resume.checkpoint}`);
+    }
+    // 4. GRPO: per iteration t, R (the base rollouts and the packet: no policy), S (K samples from
+    // policy version max(0, t−1−N)), V (the K reruns), U (one learner update → version t). The
+    // synchronous loop runs them in turn; --pipeline overlaps them (runTrainPipeline).
+    const clock = new StageClock();
+    const prepare = async (it: number): Promise<Prepared> => {
       const tIt = performance.now();
       // several envs: the iterations take them in turn
       const { env, target } = pairs[(it - 1) % pairs.length]!;
       const batch = grpoBatch(cfg, env, splitOf(env), it);
-      const tR = performance.now();
-      const base = await rollout(cluster, { env, target, episodes: batch }, { cache });
-      const baseSuccess = mean(base.records.map((r) => (r.outcome.won ? 1 : 0)));
-      const packet = extractPacket(base.records);
-      const msRollout0 = performance.now() - tR;
-      if (packet.episodes.length === 0) {
-        log(`  grpo ${it}/${cfg.grpo.iterations}: no failures in this batch; skipped`);
-        write({ iteration: it, phase: 'grpo', env, meanDelta: 0, bestDelta: 0, validRate: 1, baseSuccess, ms: { rollout: msRollout0, total: performance.now() - tIt } });
-        continue;
-      }
-      const input = backend.input(packet);
-      const prompt = input.ids;
-      const names = input.names;
-      const tS = performance.now();
-      const sampled = await sampler.sample(input, { k: validator ? 2 * cfg.grpo.k : cfg.grpo.k, temperature: cfg.grpo.temperature, topP: cfg.grpo.topP, seed: cfg.seed * 100_003 + it });
-      const msSampling = performance.now() - tS;
-      const decodeAll = (cs: SampledCompletion[]) =>
-        cs.map((c) => {
+      return clock.time('rollout', async () => {
+        const tR = performance.now();
+        const base = await rollout(cluster, { env, target, episodes: batch }, { cache, ...rolloutOpts });
+        const baseSuccess = mean(base.records.map((r) => (r.outcome.won ? 1 : 0)));
+        const packet = extractPacket(base.records);
+        if (packet.episodes.length === 0) return { it, env, target, batch, baseSuccess, packet, scoredOn: batch, scoredBase: base.records, msRollout: performance.now() - tR, tIt };
+        // Δ on the packet's batch, or (reward.on heldout) on tasks the packet never showed; its base rollout needs no policy either
+        const scoredOn = cfg.reward.on === 'heldout' ? grpoHeldoutBatch(cfg, env, splitOf(env), it, batch) : batch;
+        const scoredBase = scoredOn === batch ? base.records : (await rollout(cluster, { env, target, episodes: scoredOn }, { cache, ...rolloutOpts })).records;
+        return { it, env, target, batch, baseSuccess, packet, scoredOn, scoredBase, msRollout: performance.now() - tR, tIt };
+      });
+    };
+    let loaded = -1;
+    const sampleStage = async (p: Prepared, version: number): Promise<Sampled> =>
+      clock.time('sampling', async () => {
+        const tS = performance.now();
+        if (loaded !== version) {
+          await sampler.load(versions.get(version));
+          loaded = version;
+        }
+        const input = backend.input(p.packet);
+        const sampled = await sampler.sample(input, { k: validator ? 2 * cfg.grpo.k : cfg.grpo.k, temperature: cfg.grpo.temperature, topP: cfg.grpo.topP, seed: cfg.seed * 100_003 + p.it });
+        let group = sampled;
+        let patches: unknown[] = group.map((c) => {
           try {
-            return tokensToPatch(c.grammar, names);
+            return tokensToPatch(c.grammar, input.names);
           } catch {
             return { rules: [{ hook: 'invalid' }] };
           }
         });
-      let group = sampled;
-      let patches: unknown[] = decodeAll(group);
-      if (validator) {
-        // keep the K the reward model ranks best; only those are rerun (the update sees only them)
-        const { order } = await rankCandidates(validator, packet, patches);
-        const keep = order.slice(0, cfg.grpo.k).sort((a, b) => a - b);
-        group = keep.map((i) => group[i]!);
-        patches = keep.map((i) => patches[i]!);
+        if (validator) {
+          // keep the K the reward model ranks best; only those are rerun (the update sees only them)
+          const { order } = await rankCandidates(validator, p.packet, patches);
+          const keep = order.slice(0, cfg.grpo.k).sort((a, b) => a - b);
+          group = keep.map((i) => group[i]!);
+          patches = keep.map((i) => patches[i]!);
+        }
+        return { version, prompt: input.ids, group, patches, msSampling: performance.now() - tS };
+      });
+    const scoreStage = async (p: Prepared, s: Sampled): Promise<Scored> =>
+      clock.time('validation', async () => {
+        const tV = performance.now();
+        const rewards = await rewardGroup(cluster, { env: p.env, target: p.target, episodes: p.scoredOn, patches: s.patches, cache, base: p.scoredBase }, { metric: rewardMetric(cfg, p.env), concurrency: cfg.pipeline ? (cfg.pipeline.reruns ?? cfg.grpo.k) : 1, rollout: rolloutOpts });
+        return { results: rewards.results, msValidation: performance.now() - tV };
+      });
+    let lastVersion = startIt;
+    const updateStage = async (p: Prepared, s: Sampled | null, sc: Scored | null): Promise<void> => {
+      const it = p.it;
+      if (s === null || sc === null) {
+        // no failures to learn from: version it is version it − 1
+        log(`  grpo ${it}/${cfg.grpo.iterations}: no failures in this batch; skipped`);
+        versions.alias(it, it - 1);
+        lastVersion = it;
+        write({ iteration: it, phase: 'grpo', env: p.env, meanDelta: 0, bestDelta: 0, validRate: 1, baseSuccess: p.baseSuccess, ms: { rollout: p.msRollout, total: performance.now() - p.tIt } });
+        if (N > 0) writeFileSync(join(out, 'checkpoints', policyFile(it, ext)), await cluster.objects.get(versions.get(it)));
+        return;
       }
-      const tV = performance.now();
-      // Δ on the packet's batch, or (reward.on heldout) on tasks the packet never showed
-      const scoredOn = cfg.reward.on === 'heldout' ? grpoHeldoutBatch(cfg, env, splitOf(env), it, batch) : batch;
-      const scoredBase = scoredOn === batch ? base.records : (await rollout(cluster, { env, target, episodes: scoredOn }, { cache })).records;
-      const rewards = await rewardGroup(cluster, { env, target, episodes: scoredOn, patches, cache, base: scoredBase }, { metric: rewardMetric(cfg, env) });
-      const msValidation = performance.now() - tV;
-      const { kept, deltas, valid, dropped } = scoredGroup(it, rewards.results);
+      const { kept, deltas, valid, dropped } = scoredGroup(it, sc.results);
       // every candidate of the group with its reward, so its episodes can be read later (the dashboard, hr1 episodes export)
-      appendFileSync(
-        candFile,
-        rewards.results
-          .map((r, i) => {
-            if (!r.ok) return `${JSON.stringify({ iteration: it, env, index: i, missing: r.error.message })}\n`;
-            const w = r.reward;
-            let patch: unknown = null;
-            try {
-              patch = w.valid ? toPatch(patches[i]) : null;
-            } catch {
-              patch = null;
-            }
-            return `${JSON.stringify({ iteration: it, env, index: i, valid: w.valid, delta: w.delta, patchHash: w.patchHash, patch })}\n`;
-          })
-          .join(''),
-      );
-      if (dropped.length > 0) log(`  grpo ${it}/${cfg.grpo.iterations}: ${dropped.length} of ${group.length} candidates dropped, their evaluation is missing (first: ${dropped[0]!.error})`);
-      group = kept.map((i) => group[i]!);
+      appendFileSync(candFile, candidateLines(it, p.env, sc.results, s.patches));
+      if (dropped.length > 0) log(`  grpo ${it}/${cfg.grpo.iterations}: ${dropped.length} of ${s.group.length} candidates dropped, their evaluation is missing (first: ${dropped[0]!.error})`);
+      const group = kept.map((i) => s.group[i]!);
       const tU = performance.now();
-      const upd = await learner.grpoStep(
-        {
-          prompts: group.map(() => prompt),
-          completions: group.map((c) => c.ids),
-          rewards: deltas,
-          groupIds: group.map(() => it),
-          oldLogprobs: group.map((c) => c.logprobs),
-          config: { epsLow: cfg.grpo.epsLow, epsHigh: cfg.grpo.epsHigh, klCoef: cfg.grpo.klCoef, stdFloor: cfg.grpo.stdFloor, updateIters: cfg.grpo.updateIters, temperature: cfg.grpo.temperature, lr: cfg.grpo.lr },
-        },
-        { timeout: '10m' },
-      );
-      onnx = await learner.export({});
-      await sampler.load(onnx.name);
+      const upd = await clock.time('update', async () => {
+        const u = await learner.grpoStep(
+          {
+            prompts: group.map(() => s.prompt),
+            completions: group.map((c) => c.ids),
+            rewards: deltas,
+            groupIds: group.map(() => it),
+            // the log-probs of the version that sampled them: the clipped ratio corrects for a stale sample
+            oldLogprobs: group.map((c) => c.logprobs),
+            config: { epsLow: cfg.grpo.epsLow, epsHigh: cfg.grpo.epsHigh, klCoef: cfg.grpo.klCoef, stdFloor: cfg.grpo.stdFloor, updateIters: cfg.grpo.updateIters, temperature: cfg.grpo.temperature, lr: cfg.grpo.lr },
+          },
+          { timeout: '10m' },
+        );
+        const ref = await learner.export({ name: versions.objectName(it) });
+        versions.set(it, ref.name);
+        return u;
+      });
+      lastVersion = it;
+      if (N > 0) writeFileSync(join(out, 'checkpoints', policyFile(it, ext)), await cluster.objects.get(versions.get(it)));
       const msUpdate = performance.now() - tU;
       const last = upd.iters[upd.iters.length - 1]!;
       const rec: IterationLog = {
         iteration: it,
         phase: 'grpo',
-        env,
+        env: p.env,
         meanDelta: mean(deltas),
         bestDelta: Math.max(...deltas),
         validRate: valid / group.length,
-        baseSuccess,
+        baseSuccess: p.baseSuccess,
         loss: last.loss,
         entropy: last.entropy,
         clipFrac: last.clipFrac,
         kl: last.kl,
+        ...(N > 0 ? { policyVersion: s.version } : {}),
         ...(dropped.length > 0 ? { dropped } : {}),
-        ms: { rollout: msRollout0, sampling: msSampling, validation: msValidation, update: msUpdate, total: performance.now() - tIt },
+        ms: { rollout: p.msRollout, sampling: s.msSampling, validation: sc.msValidation, update: msUpdate, total: performance.now() - p.tIt },
       };
       write(rec);
       if (it % cfg.checkpointEvery === 0 || it === cfg.grpo.iterations) {
         const ck = await learner.save({ path: join(out, 'checkpoints', `it-${it}.pt`) });
-        writeFileSync(stateFile, JSON.stringify({ iteration: it, checkpoint: ck.path, configHash: hash } satisfies ResumeState));
+        // a pipelined run's next samples draw from versions it−N … it−1: their files go with the checkpoint
+        const policies = N > 0 ? Object.fromEntries(range(Math.max(0, it - N), it).map((v) => [v, policyFile(v, ext)])) : undefined;
+        writeFileSync(stateFile, JSON.stringify({ iteration: it, checkpoint: ck.path, configHash: hash, ...(policies ? { policies } : {}) } satisfies ResumeState));
+        if (N > 0) pruneFiles(join(out, 'checkpoints'), Math.max(0, it - N), ext);
       }
-      log(`  grpo ${it}/${cfg.grpo.iterations}${pairs.length > 1 ? ` (${env})` : ''}: mean Δ ${rec.meanDelta!.toFixed(3)}, best Δ ${rec.bestDelta!.toFixed(3)}, valid ${(rec.validRate! * 100).toFixed(0)}%, entropy ${rec.entropy!.toFixed(3)}, clip ${rec.clipFrac!.toFixed(3)}, KL ${rec.kl!.toFixed(4)} | rollout ${(msRollout0 / 1000).toFixed(1)}s sample ${(msSampling / 1000).toFixed(1)}s validate ${(msValidation / 1000).toFixed(1)}s update ${(msUpdate / 1000).toFixed(1)}s`);
+      log(`  grpo ${it}/${cfg.grpo.iterations}${pairs.length > 1 ? ` (${p.env})` : ''}: mean Δ ${rec.meanDelta!.toFixed(3)}, best Δ ${rec.bestDelta!.toFixed(3)}, valid ${(rec.validRate! * 100).toFixed(0)}%, entropy ${rec.entropy!.toFixed(3)}, clip ${rec.clipFrac!.toFixed(3)}, KL ${rec.kl!.toFixed(4)}${N > 0 ? `, policy v${s.version}` : ''} | rollout ${(p.msRollout / 1000).toFixed(1)}s sample ${(s.msSampling / 1000).toFixed(1)}s validate ${(sc.msValidation / 1000).toFixed(1)}s update ${(msUpdate / 1000).toFixed(1)}s`);
+    };
+    const stages: PipelineStages<Prepared, Sampled, Scored> = {
+      prepare,
+      needsPolicy: (p) => p.packet.episodes.length > 0,
+      sample: sampleStage,
+      score: scoreStage,
+      update: updateStage,
+      // a version no later sample draws from leaves the store (the newest stays: it is the result)
+      release: (below) => versions.release(below, lastVersion),
+    };
+    const tG = performance.now();
+    clock.start();
+    await runTrainPipeline(stages, { from: startIt + 1, to: cfg.grpo.iterations, maxStaleness: N, overlap: cfg.pipeline !== undefined });
+    const pipeline = clock.report(performance.now() - tG);
+    if (cfg.grpo.iterations > startIt) {
+      writeFileSync(join(out, 'pipeline.json'), `${JSON.stringify({ mode: cfg.pipeline ? 'pipelined' : 'synchronous', maxStaleness: N, iterations: cfg.grpo.iterations - startIt, ...pipeline }, null, 2)}\n`);
+      log(`  grpo: ${cfg.grpo.iterations - startIt} iterations in ${(pipeline.wallMs / 1000).toFixed(1)} s (${cfg.pipeline ? `pipelined, staleness ≤ ${N}` : 'synchronous'}); busy: ${Object.entries(pipeline.busyShare).map(([k, v]) => `${k} ${(v * 100).toFixed(0)}%`).join(', ')}`);
     }
     const ck = await learner.save({ path: join(out, 'engineer.pt') });
     const onnxPath = join(out, backend.kind === 'hf' ? 'engineer.safetensors' : 'engineer.onnx');
-    writeFileSync(onnxPath, await cluster.objects.get(onnx.name));
+    writeFileSync(onnxPath, await cluster.objects.get(versions.get(lastVersion)));
     if (backend.kind === 'hf') await learner.saveHf({ dir: join(out, 'engineer-hf') });
     await cluster.kill(learner).catch(() => {});
     await sampler.kill();
     writeTrainReport(out, iterations, pairs);
-    return { out, sft: { rows: ds.rows.length, representable: sftPairs.length, finalLoss }, iterations, onnx: onnxPath, sftOnnx, checkpoint: ck.path };
+    return { out, sft: { rows: ds.rows.length, representable: sftPairs.length, finalLoss }, iterations, onnx: onnxPath, sftOnnx, checkpoint: ck.path, pipeline };
   } finally {
     cache.close();
   }

@@ -316,6 +316,8 @@ addClusterOptions(
     .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }))
     .option('--out <dir>', 'run folder (default runs/train-<env>-<config hash>)')
     .option('--resume', 'continue a killed run in its run folder from its last checkpoint (same config)')
+    .option('--pipeline', 'pipelined GRPO: later iterations\' rollouts, samples and reruns overlap earlier reruns and updates (staleness bounded by --max-staleness)')
+    .option('--max-staleness <n>', 'with --pipeline: samples come from the policy N updates behind (0 = the synchronous updates; default 1)', parseIntOpt('--max-staleness', { min: 0, max: 8 }))
     .option('--validator <dir>', 'oversample 2K patches and rerun the K the reward model ranks best (models from hr1 bench validator)')
     .option('--engineer <spec>', 'builtin (default), or hf:DIR: a Hugging Face-layout checkpoint (Llama, Qwen2, Qwen3; e.g. from hr1 engineer init)')
     .option('--lora <opts>', 'hf: engineers: LoRA adapters, e.g. r=16,alpha=32[,dropout=0.05][,targets=q_proj+v_proj]; "full" trains every weight instead')

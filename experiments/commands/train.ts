@@ -12,6 +12,8 @@ export interface TrainCommandOptions extends ClusterCliOptions {
   seed?: number | undefined;
   out?: string | undefined;
   resume?: boolean | undefined;
+  pipeline?: boolean | undefined;
+  maxStaleness?: number | undefined;
   validator?: string | undefined;
   engineer?: string | undefined;
   lora?: string | undefined;
@@ -42,6 +44,8 @@ export async function trainCommand(o: TrainCommandOptions): Promise<void> {
   const cfg = resolveTrainConfig(o.config, { env: o.env, target: o.target, seed: o.seed, out: o.out, validator: o.validator, engineer: o.engineer, device: o.device, python: o.python });
   if (lora) cfg.hf = { ...cfg.hf, ...lora };
   if (o.iterations !== undefined) cfg.grpo.iterations = o.iterations;
+  if (o.maxStaleness !== undefined && !o.pipeline && !cfg.pipeline) throw new ConfigError('--max-staleness', 'bounds the staleness of a pipelined run: add --pipeline (or a pipeline: section in the config)');
+  if (o.pipeline || o.maxStaleness !== undefined) cfg.pipeline = { ...(cfg.pipeline ?? { maxStaleness: 1 }), ...(o.maxStaleness !== undefined ? { maxStaleness: o.maxStaleness } : {}) };
   const { trainPairs } = await import('../train.ts');
   const { ensureLmTargets, requireTargetEnvs } = await import('../exp/common.ts');
   const pairs = trainPairs(cfg);

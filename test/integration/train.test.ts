@@ -70,7 +70,35 @@ test('train - a bad config names the option path', (t) => {
   t.throws(() => resolveTrainConfig('/nonexistent.yaml', {}), { instanceOf: ConfigError, message: /no config file/ });
 });
 
-test('train - a run killed after a checkpoint resumes with --resume and makes the same updates', async (t) => {
+test('train - pipelined with staleness 0 makes exactly the synchronous updates: same Δ, losses, KL, candidates and engineer bytes', async (t) => {
+  t.timeout(300_000);
+  const { createHash } = await import('node:crypto');
+  const base = { model: SMALL, env: 'alfworld', target: 'sim/llama-3b', batchSize: 6, sft: { batches: 2, k: 2, epochs: 3, batchSize: 8 }, grpo: { iterations: 3, k: 4, klCoef: 0.1 }, reward: { on: 'heldout', heldoutTasks: 6 } };
+  const dir = join(tmpdir(), `hr1-pipe0-${process.pid}`);
+  rmSync(dir, { recursive: true, force: true });
+  const rt = await init({ inProcess: true });
+  try {
+    const sync = await trainEngineer(rt.cluster, resolveTrainConfig(undefined, { ...base, out: join(dir, 'sync') }), () => {});
+    const lines: string[] = [];
+    const piped = await trainEngineer(rt.cluster, resolveTrainConfig(undefined, { ...base, pipeline: { maxStaleness: 0 }, out: join(dir, 'piped') }), (l) => lines.push(l));
+    t.true(lines.some((l) => /pipelined, staleness ≤ 0/.test(l)), lines.join('\n'));
+    const strip = (xs: typeof sync.iterations) => xs.map(({ ms: _ms, ...rest }) => rest);
+    t.deepEqual(strip(piped.iterations), strip(sync.iterations));
+    t.is(readFileSync(join(dir, 'piped', 'candidates.jsonl'), 'utf8'), readFileSync(join(dir, 'sync', 'candidates.jsonl'), 'utf8'));
+    const sha = (f: string) => createHash('sha256').update(readFileSync(f)).digest('hex');
+    t.is(sha(piped.onnx), sha(sync.onnx), 'the same engineer, byte for byte');
+    t.is(piped.pipeline.wallMs > 0 && sync.pipeline.wallMs > 0, true);
+    const pj = JSON.parse(readFileSync(join(dir, 'piped', 'pipeline.json'), 'utf8'));
+    t.is(pj.mode, 'pipelined');
+    t.is(pj.maxStaleness, 0);
+    t.true(pj.busyShare.validation > 0 && pj.busyShare.validation <= 1);
+  } finally {
+    await rt.shutdown();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('train - a run killed after a checkpoint resumes with --resume and makes the same updates (pipelined, staleness 1)', async (t) => {
   // three training runs: on a loaded machine (CI) this takes minutes, and its result must not change
   t.timeout(600_000);
   const { hr1, waitFor } = await import('./processes.ts');
@@ -80,7 +108,8 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
   mkdirSync(dir, { recursive: true });
   const cfgFile = join(dir, 'cfg.yaml');
   writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nmodel: { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 768 }\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 4, k: 4, temperature: 1.0, klCoef: 0.1, stdFloor: 0.05 }\nreward: { on: heldout, heldoutTasks: 6 }\ncheckpointEvery: 2\n');
-  const args = (out: string) => ['train', '--config', cfgFile, '--in-process', '--out', out];
+  // pipelined: a resumed run needs the older policy version its next samples draw from, kept beside the checkpoint
+  const args = (out: string) => ['train', '--config', cfgFile, '--in-process', '--out', out, '--pipeline', '--max-staleness', '1'];
   const full = hr1(args(join(dir, 'full')));
   t.is(await full.exited, 0, full.out());
   const cut = hr1(args(join(dir, 'cut')));
@@ -90,10 +119,13 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
   const resumed = hr1([...args(join(dir, 'cut')), '--resume']);
   t.is(await resumed.exited, 0, resumed.out());
   t.regex(resumed.out(), /resuming after GRPO iteration 2/);
-  const read = (f: string) => readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { phase: string; iteration: number; meanDelta?: number; loss?: number; entropy?: number; kl?: number });
+  const read = (f: string) => readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { phase: string; iteration: number; meanDelta?: number; loss?: number; entropy?: number; kl?: number; policyVersion?: number });
   const a = read(join(dir, 'full', 'iterations.jsonl')).filter((x) => x.phase === 'grpo');
   const b = read(join(dir, 'cut', 'iterations.jsonl')).filter((x) => x.phase === 'grpo');
   t.deepEqual(b.map((x) => x.iteration), [1, 2, 3, 4]);
+  // iteration t sampled from the engineer after update t − 2
+  t.deepEqual(a.map((x) => x.policyVersion), [0, 0, 1, 2]);
+  t.deepEqual(b.map((x) => x.policyVersion), [0, 0, 1, 2]);
   for (let i = 0; i < 4; i++) {
     t.is(b[i]!.meanDelta, a[i]!.meanDelta, `iteration ${i + 1} Δ`);
     t.is(b[i]!.loss?.toFixed(6), a[i]!.loss?.toFixed(6), `iteration ${i + 1} loss`);
