@@ -210,9 +210,14 @@ export class NatsBus implements Bus {
 
   gather(subject: string, data: Uint8Array, windowMs: number, expected = Infinity): Promise<Uint8Array[]> {
     const inbox = createInbox();
-    const c = collectReplies(windowMs, expected, () => sub.unsubscribe());
-    const sub = this.nc.subscribe(inbox, { callback: (err, m) => { if (!err) c.add(m.data); } });
-    this.nc.publish(subject, data, { reply: inbox });
+    let sub: { unsubscribe(): void } | undefined;
+    const c = collectReplies(windowMs, expected, () => sub?.unsubscribe());
+    try {
+      sub = this.nc.subscribe(inbox, { callback: (err, m) => { if (!err) c.add(m.data); } });
+      this.nc.publish(subject, data, { reply: inbox });
+    } catch {
+      // the connection is closing or closed: nobody can answer (the window's timer ends the gather with no replies)
+    }
     return c.done;
   }
 

@@ -656,8 +656,11 @@ export class Cluster {
 
   private async getOrCreate<P extends Protocol, A extends z.ZodType, S>(cls: ActorClass<P, A, S>, args: unknown, name: string): Promise<Handle<P>> {
     const actorId = `@${name}`;
+    // ours and running: no need to ask the bus (a busy node may answer a ping late)
+    const mine = this.owned.get(actorId);
+    if (mine && mine.cls.def.name === cls.def.name && !mine.killed && mine.replicas.some((r) => !r.dead)) return this.handle(cls, this.refOf(cls, actorId));
     try {
-      const pong = validate(PongSchema, unpackOk(await this.rawCall(actorId, PING_METHOD, pack(null), 1000)), 'pong');
+      const pong = validate(PongSchema, unpackOk(await this.pingNamed(actorId)), 'pong');
       if (pong.cls !== cls.def.name) throw new ConfigError(`${cls.def.name}.options.name`, `the name "${name}" is taken by an actor of class ${pong.cls}; choose another name`);
       this.adopt(actorId, pong);
       return this.handle(cls, this.refOf(cls, actorId));
@@ -665,6 +668,18 @@ export class Cluster {
       if (!(e instanceof UnknownActorError || e instanceof ActorDiedError)) throw e;
     }
     return this.create(cls, args, actorId);
+  }
+
+  /** Ping a named actor; a node whose event loop is busy (a target decoding) may answer late, so a timeout is asked again, longer. */
+  private async pingNamed(actorId: string): Promise<Uint8Array> {
+    for (const ms of [1000, 5000, 15_000]) {
+      try {
+        return await this.rawCall(actorId, PING_METHOD, pack(null), ms);
+      } catch (e) {
+        if (!(e instanceof CallTimeoutError) || ms === 15_000) throw e;
+      }
+    }
+    throw new Error('unreachable');
   }
 
   /** Watch the node of an actor reused here (not created here): see {@link Adopted}. */

@@ -127,6 +127,13 @@ export const TrainConfigSchema = z
     python: z.string().optional(),
     /** save a resumable checkpoint every N GRPO iterations */
     checkpointEvery: z.number().int().min(1).default(2),
+    /** how the rollouts are spread (none of it changes a result: episodes are deterministic) */
+    workers: z
+      .strictObject({
+        /** replicas of the target actor group, spread over the nodes. @default 1 */
+        replicas: z.number().int().min(1).max(256).default(1),
+      })
+      .prefault({}),
     /**
      * pipelined GRPO (`hr1 train --pipeline [--max-staleness N]`; experiments/train-pipeline.ts):
      * the rollouts, samples and reruns of later iterations run while earlier ones are rerun and
@@ -296,7 +303,7 @@ function candidateLines(it: number, env: string, results: Scored['results'], pat
  * a built-in engineer's run keeps the name it had before the hf: engineer existed.
  */
 export function hashedConfig(cfg: TrainConfig): Record<string, unknown> {
-  const { python: _python, engineer, hf, device, pipeline, ...rest } = cfg;
+  const { python: _python, engineer, hf, device, pipeline, workers: _workers, ...rest } = cfg;
   // a pipeline changes the updates only through its staleness (0: the synchronous loop's updates)
   return { ...rest, ...(engineer !== 'builtin' ? { engineer, hf } : {}), ...(device !== 'auto' ? { device } : {}), ...(pipeline && pipeline.maxStaleness > 0 ? { staleness: pipeline.maxStaleness } : {}) };
 }
@@ -375,7 +382,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       objectPrefix: `engineer-${hash}`,
     });
     const sampler = await backend.spawnSampler(cluster);
-    const rolloutOpts: Omit<RolloutOptions, 'cache'> = {};
+    const rolloutOpts: Omit<RolloutOptions, 'cache'> = { replicas: cfg.workers.replicas, log };
     const validator = cfg.validator ? { validation: await ValueModel.fromPath(join(cfg.validator, 'validation.onnx')), reward: await ValueModel.fromPath(join(cfg.validator, 'reward.onnx')) } : undefined;
     if (validator) log(`  validator: ${cfg.validator} (sampling ${2 * cfg.grpo.k}, rerunning the best ${cfg.grpo.k} by predicted Δ)`);
     // 3. SFT epochs

@@ -209,6 +209,20 @@ bench
     const { benchRollout } = await import('../bench/rollout.ts');
     await benchRollout(o);
   });
+bench
+  .command('train')
+  .description('synchronous vs pipelined GRPO (hr1 train --pipeline) on the same config: s per iteration, each stage\'s idle share, learning curves, speedup; on the embedded cluster and on hr1 node processes')
+  .option('--config <file>', 'train config (YAML)', 'experiments/configs/bench.train.yaml')
+  .option('--target <spec>', 'the frozen target (overrides the config)')
+  .option('--iterations <n>', 'GRPO iterations per run', parsePositiveInt('--iterations'))
+  .option('--max-staleness <n>', 'the pipelined runs\' staleness bound', parseIntOpt('--max-staleness', { min: 0, max: 8 }), 1)
+  .option('--clusters <list>', 'embedded, nodes (three hr1 node processes), or both', 'embedded,nodes')
+  .option('--nodes <n>', 'hr1 node processes of the nodes cluster (its target replicas)', parsePositiveInt('--nodes'), 3)
+  .option('--json', 'print one JSON object: sync_s_per_iter, pipelined_s_per_iter, speedup, max_staleness, clusters')
+  .action(async (o) => {
+    const { benchTrainCommand } = await import('../commands/bench.ts');
+    await benchTrainCommand(o);
+  });
 addClusterOptions(
   bench
     .command('learning')

@@ -111,3 +111,28 @@ export async function benchConditioningCommand(o: BenchConditioningOptions): Pro
   const ci = (x: { mean: number; lo: number; hi: number }) => `${x.mean >= 0 ? '+' : ''}${x.mean.toFixed(3)} [${x.lo.toFixed(3)}, ${x.hi.toFixed(3)}]`;
   console.log(table(['env', 'target', 'episodes', 'Δ own', 'Δ other packet', 'Δ empty packet', 'gain vs other (95% CI)', 'gain vs empty (95% CI)', 'interventions (own)', 'same patch'], results.map((r) => [r.env, r.target, r.episodes, r.own_delta.toFixed(3), r.other_delta.toFixed(3), r.empty_delta.toFixed(3), ci(r.conditioning_gain), ci(r.empty_gain), `${(r.own_intervention_rate * 100).toFixed(1)}%`, `${(r.same_patch_rate * 100).toFixed(0)}%`])));
 }
+
+export interface BenchTrainCliOptions {
+  config: string;
+  target?: string;
+  iterations?: number;
+  maxStaleness: number;
+  clusters: string;
+  nodes: number;
+  json?: boolean;
+}
+
+/** `hr1 bench train`: synchronous vs pipelined GRPO. */
+export async function benchTrainCommand(o: BenchTrainCliOptions): Promise<void> {
+  const { ConfigError } = await import('../../cluster/errors.ts');
+  const { resolveTrainConfig, trainPairs } = await import('../train.ts');
+  const clusters = o.clusters.split(',').map((c) => c.trim()).filter(Boolean);
+  const bad = clusters.find((c) => c !== 'embedded' && c !== 'nodes');
+  if (bad !== undefined || clusters.length === 0) throw new ConfigError('--clusters', `unknown cluster "${bad ?? ''}": give embedded, nodes, or both (embedded,nodes)`);
+  const cfg = resolveTrainConfig(o.config, { ...(o.target ? { target: o.target } : {}) });
+  if (o.iterations !== undefined) cfg.grpo.iterations = o.iterations;
+  const { ensureLmTargets } = await import('../exp/common.ts');
+  await ensureLmTargets([...new Set(trainPairs(cfg).map((p) => p.target))], (l) => process.stderr.write(`${l}\n`));
+  const { benchTrain } = await import('../bench/train.ts');
+  await benchTrain({ config: cfg, clusters: clusters as ('embedded' | 'nodes')[], maxStaleness: o.maxStaleness, nodes: o.nodes, json: !!o.json });
+}

@@ -1,0 +1,135 @@
+/**
+ * `hr1 bench train`: the same small training config, synchronous against pipelined GRPO
+ * (experiments/train-pipeline.ts), on the embedded cluster (one process: driver, actors, learner)
+ * and on three `hr1 node` processes (the driver alone in this process; the target replicas, the
+ * learner and the sampler on the nodes). Per run: wall time per GRPO iteration, the share of that
+ * time each stage was idle, and the learning curve (mean Δ per iteration); then the speedup.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { init, type Runtime } from '../../cluster/init.ts';
+import { Hr1Error } from '../../cluster/errors.ts';
+import { table } from '../commands/table.ts';
+import type { TrainConfig, TrainResult } from '../train.ts';
+
+const HR1 = fileURLToPath(new URL('../../bin/hr1.js', import.meta.url));
+
+export interface BenchTrainOptions {
+  config: TrainConfig;
+  /** which clusters: 'embedded', 'nodes' (three hr1 node processes) */
+  clusters: ('embedded' | 'nodes')[];
+  maxStaleness: number;
+  nodes: number;
+  json: boolean;
+  log?: (l: string) => void;
+}
+
+interface RunFigures {
+  cluster: string;
+  mode: 'synchronous' | 'pipelined';
+  iterations: number;
+  s_per_iter: number;
+  idle: Record<string, number>;
+  curve: number[];
+}
+
+/** Start `n` hr1 node processes on the runtime's NATS server; resolves when all joined. */
+async function startNodes(rt: Runtime, n: number, log: (l: string) => void): Promise<ChildProcess[]> {
+  const kids: ChildProcess[] = [];
+  await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      new Promise<void>((resolve, reject) => {
+        const c = spawn(process.execPath, [HR1, 'node', '--address', rt.address, '--cluster', rt.cluster.name, '--node-id', `bench-${i + 1}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+        kids.push(c);
+        let out = '';
+        const timer = setTimeout(() => reject(new Hr1Error('BENCH_NODES', `hr1 node ${i + 1} did not join within 90 s: ${out.slice(-400)}`)), 90_000);
+        const seen = (d: Buffer) => {
+          out += d.toString();
+          if (/joined cluster/.test(out)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        c.stdout!.on('data', seen);
+        c.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+        c.once('exit', (code) => {
+          clearTimeout(timer);
+          reject(new Hr1Error('BENCH_NODES', `hr1 node ${i + 1} exited (${code}) before joining: ${out.slice(-400)}`));
+        });
+      }),
+    ),
+  );
+  log(`  ${n} hr1 node processes joined ${rt.address}`);
+  return kids;
+}
+
+export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigures[]; summary: Record<string, unknown> }> {
+  const log = o.log ?? ((l: string) => process.stderr.write(`${l}\n`));
+  const { trainEngineer } = await import('../train.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'hr1-bench-train-'));
+  const runs: RunFigures[] = [];
+  try {
+    for (const where of o.clusters) {
+      const rt = where === 'embedded' ? await init({}) : await init({ localNode: false });
+      const kids = where === 'nodes' ? await startNodes(rt, o.nodes, log) : [];
+      try {
+        for (const mode of ['synchronous', 'pipelined'] as const) {
+          const cfg: TrainConfig = {
+            ...o.config,
+            out: join(dir, `${where}-${mode}`),
+            workers: { ...o.config.workers, replicas: where === 'nodes' ? o.nodes : o.config.workers.replicas },
+            ...(mode === 'pipelined' ? { pipeline: { maxStaleness: o.maxStaleness } } : { pipeline: undefined }),
+          };
+          log(`bench train: ${where === 'nodes' ? `${o.nodes} hr1 node processes` : 'embedded cluster'}, ${mode}${mode === 'pipelined' ? ` (max staleness ${o.maxStaleness})` : ''}: ${cfg.grpo.iterations} GRPO iterations of K ${cfg.grpo.k} on ${cfg.target}`);
+          const r: TrainResult = await trainEngineer(rt.cluster, cfg, (l) => {
+            if (/^\s+grpo/.test(l)) log(`  ${l.trim()}`);
+          });
+          const g = r.iterations.filter((x) => x.phase === 'grpo');
+          runs.push({ cluster: where, mode, iterations: g.length, s_per_iter: r.pipeline.wallMs / 1000 / Math.max(1, g.length), idle: r.pipeline.idleShare, curve: g.map((x) => x.meanDelta ?? 0) });
+        }
+      } finally {
+        for (const k of kids) k.kill('SIGTERM');
+        await rt.shutdown();
+        await Promise.all(kids.map((k) => (k.exitCode !== null ? Promise.resolve() : new Promise((res) => k.once('exit', res)))));
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const pick = (c: string, m: string) => runs.find((r) => r.cluster === c && r.mode === m);
+  const per = Object.fromEntries(
+    o.clusters.map((c) => {
+      const s = pick(c, 'synchronous')!;
+      const p = pick(c, 'pipelined')!;
+      return [c, { sync_s_per_iter: round(s.s_per_iter), pipelined_s_per_iter: round(p.s_per_iter), speedup: round(s.s_per_iter / p.s_per_iter), idle_sync: roundAll(s.idle), idle_pipelined: roundAll(p.idle), curve_sync: s.curve.map(round), curve_pipelined: p.curve.map(round) }];
+    }),
+  );
+  const first = per[o.clusters[0]!] as { sync_s_per_iter: number; pipelined_s_per_iter: number; speedup: number };
+  const summary = { target: o.config.target, env: o.config.env, iterations: o.config.grpo.iterations, k: o.config.grpo.k, max_staleness: o.maxStaleness, cluster: o.clusters[0], sync_s_per_iter: first.sync_s_per_iter, pipelined_s_per_iter: first.pipelined_s_per_iter, speedup: first.speedup, clusters: per };
+  if (o.json) console.log(JSON.stringify(summary, null, 2));
+  else {
+    const stages = ['rollout', 'sampling', 'validation', 'update'];
+    console.log(
+      table(
+        ['cluster', 'mode', 's / iteration', ...stages.map((s) => `${s} idle`), 'mean Δ per iteration'],
+        runs.map((r) => [r.cluster === 'nodes' ? `${o.nodes} hr1 nodes` : 'embedded', r.mode === 'pipelined' ? `pipelined (staleness ≤ ${o.maxStaleness})` : r.mode, r.s_per_iter.toFixed(1), ...stages.map((s) => `${((r.idle[s] ?? 0) * 100).toFixed(0)}%`), r.curve.map((d) => d.toFixed(2)).join(' ')]),
+      ),
+    );
+    for (const c of o.clusters) {
+      const x = per[c] as { speedup: number };
+      console.log(`speedup, pipelined over synchronous (${c === 'nodes' ? `${o.nodes} hr1 nodes` : 'embedded'}): ${x.speedup.toFixed(2)}×`);
+    }
+    console.log(`(a stage's idle share: the part of the GRPO wall time when none of its operations was in flight; SIMULATED targets are for throughput only, their Δ is not evidence)`);
+  }
+  return { runs, summary };
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+function roundAll(o: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, round(v)]));
+}
