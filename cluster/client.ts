@@ -24,6 +24,11 @@ export type ActorRef = z.infer<typeof ActorRefSchema>;
 export interface CallOptions {
   /** ms or a string like "30s". @default the cluster's callTimeout (DEFAULT_CALL_TIMEOUT_MS, 30_000) */
   timeout?: Duration;
+  /**
+   * send the call to this replica of the group (0 … replicas − 1) instead of letting the queue
+   * group choose; a re-send after the replica died goes to the group
+   */
+  replica?: number;
 }
 
 export interface MethodHandle<I, O> {
@@ -813,7 +818,8 @@ export class Cluster {
     const deadline = Date.now() + timeout;
     const decodeOut = (bytes: Uint8Array): unknown => validate(spec.output, unpackOk(bytes), `output of ${ref.cls}.${method}`, where);
     // the common case in one promise step; retries after an actor death take the slow path
-    return this.rawCall(ref.actorId, method, data, timeout, ref.cls).then(decodeOut, (e: unknown) => {
+    const instance = opts.replica === undefined ? undefined : `${ref.actorId}~${opts.replica}`;
+    return this.rawCall(ref.actorId, method, data, timeout, ref.cls, instance).then(decodeOut, (e: unknown) => {
       if (!isResendable(e) || ref.maxTaskRetries === 0 || Date.now() >= deadline) throw e;
       return this.retryCall(ref, method, data, deadline, ref.maxTaskRetries, e, decodeOut);
     });
@@ -864,12 +870,12 @@ export class Cluster {
   }
 
   /** Send bytes to an actor method; returns the raw `[0, value]` reply bytes or throws typed errors. */
-  private rawCall(actorId: string, method: string, data: Uint8Array, timeoutMs: number, cls = '?'): Promise<Uint8Array> {
+  private rawCall(actorId: string, method: string, data: Uint8Array, timeoutMs: number, cls = '?', instance?: string): Promise<Uint8Array> {
     if (this.inflightCount >= this.maxInflight) {
       return Promise.reject(new BackpressureError(`this client has ${this.inflightCount} calls in flight (maxInflight ${this.maxInflight}); await some before sending more`, { actor: actorId, method }));
     }
     this.inflightCount++;
-    return this.bus.request(`hr1.${this.name}.a.${actorId}.${method}`, data, timeoutMs).then(
+    return this.bus.request(instance === undefined ? `hr1.${this.name}.a.${actorId}.${method}` : subjects.instance(this.name, instance, method), data, timeoutMs).then(
       (bytes) => {
         this.inflightCount--;
         // fast path: fixarray(2) whose first element is 0 means success

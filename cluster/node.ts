@@ -235,7 +235,15 @@ export class ClusterNode {
       return pack([1, w]);
     }
     const inst: Instance = { req, cls, state, ctx, sub: undefined as unknown as BusSubscription, queue: [], running: 0, stopped: false, limiter, infoLimiter, calls: 0, errors: 0 };
-    inst.sub = this.bus.subscribe(subjects.actorAll(this.cluster, req.actorId), (m) => this.onCall(inst, m), { queue: `q.${req.actorId}` });
+    const group = this.bus.subscribe(subjects.actorAll(this.cluster, req.actorId), (m) => this.onCall(inst, m), { queue: `q.${req.actorId}` });
+    // the same replica by its instance id: a caller that picks the replica itself (a straggler's resend goes to another one)
+    const direct = this.bus.subscribe(subjects.instanceAll(this.cluster, req.instanceId), (m) => this.onCall(inst, m));
+    inst.sub = {
+      unsubscribe: () => {
+        group.unsubscribe();
+        direct.unsubscribe();
+      },
+    };
     this.instances.set(req.instanceId, inst);
     if (req.restartCount > 0) this.emit(req, limiter, 'warn', 'restart', `restarted on node ${this.nodeId} (restart ${req.restartCount}): its constructor ran again, its state is new`);
     await this.bus.flush().catch(() => {});

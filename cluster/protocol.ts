@@ -4,6 +4,9 @@ import { z } from 'zod';
 export const subjects = {
   actor: (c: string, actorId: string, method: string) => `hr1.${c}.a.${actorId}.${method}`,
   actorAll: (c: string, actorId: string) => `hr1.${c}.a.${actorId}.*`,
+  /** One replica of a group, by its instance id (`<actorId>~<i>`): a call sent here skips the queue group's choice. */
+  instance: (c: string, instanceId: string, method: string) => `hr1.${c}.i.${instanceId}.${method}`,
+  instanceAll: (c: string, instanceId: string) => `hr1.${c}.i.${instanceId}.*`,
   heartbeat: (c: string) => `hr1.${c}.sys.hb`,
   ping: (c: string) => `hr1.${c}.sys.ping`,
   /** Actors' warnings and errors, published by their nodes ({@link LogRecordSchema}). */

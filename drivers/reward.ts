@@ -6,7 +6,7 @@
  * parsed value goes on to the checker and the rollout.
  */
 import type { Cluster } from '../cluster/client.ts';
-import { rollout, type RolloutOptions, type RolloutResult } from './rollout.ts';
+import { NoWorkersError, rollout, type RolloutOptions, type RolloutResult } from './rollout.ts';
 import type { EpisodeCache } from './episode-cache.ts';
 import type { EnvOptions } from '../envs/registry.ts';
 import type { EpisodeRef } from '../actors/target.ts';
@@ -82,6 +82,8 @@ async function run(side: 'base' | 'patched', cluster: Cluster, spec: RewardSpec,
   try {
     return await rollout(cluster, { env: spec.env, target: spec.target, patch, episodes: [...spec.episodes], ...(spec.envOptions ? { envOptions: spec.envOptions } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) }, { ...opts.rollout, cache: spec.cache });
   } catch (e) {
+    // no node left to run on: the whole run stops (it is not one candidate's missing evaluation)
+    if (e instanceof NoWorkersError) throw e;
     throw new MissingEvaluationError(side, `${side} rollout failed: ${(e as Error).message}; the reward is missing, not 0`, [], e);
   }
 }

@@ -9,7 +9,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { ActorRef, Cluster, Handle } from '../cluster/client.ts';
 import { EnvActor } from '../actors/env.ts';
-import { ActorDiedError, BackpressureError, CallTimeoutError, Hr1Error } from '../cluster/errors.ts';
+import { ActorDiedError, BackpressureError, CallTimeoutError, Hr1Error, PlacementError } from '../cluster/errors.ts';
 import { shutdownInProgress } from '../cluster/signals.ts';
 import { baseHarness, canonicalJson, composeHarness, harnessVersion, isInfraStatus, parsedPatch, type EpisodeRecord, type ParsedPatch } from '../harness/index.ts';
 import { episodeKey, type EpisodeCache, type EpisodeKey } from './episode-cache.ts';
@@ -53,6 +53,12 @@ export interface RolloutOptions {
   concurrency?: number;
   /** null = no cache */
   cache?: EpisodeCache | null;
+  /**
+   * how long a chunk whose actor is lost (every replica dead, no node to restart it on) keeps
+   * waiting for one, ms; then the rollout fails with NoWorkersError (NO_WORKERS). 0: only the
+   * `retries` quick re-sends. @default 0
+   */
+  workerWaitMs?: number;
   /** times a chunk is sent again after its actor died. @default 5 */
   retries?: number;
   /** per-chunk call timeout. @default '10m' */
@@ -63,14 +69,57 @@ export interface RolloutOptions {
   infraBackoffMs?: number;
   onProgress?: (p: { done: number; total: number; cached: number }) => void;
   log?: (line: string) => void;
+  /**
+   * Stragglers (with 2 or more replicas): a chunk not answered after max(minMs, factor × the
+   * median answer time of the chunks so far) is sent again to the least busy other replica; the
+   * first answer is kept and the other dropped (episodes are deterministic: either gives the same
+   * records). Counted in stats.resentStragglers. false = never. @default {factor: 3, minMs: 10_000, maxResends: 1}
+   */
+  stragglers?: StragglerOptions | false;
   /** collects the endpoint client counters the replies carry (endpoint targets only; see drivers/client-stats.ts) */
   clientStats?: ClientStatsCollector;
 }
 
 export interface RolloutResult {
   records: EpisodeRecord[];
-  /** resent: chunks sent again (lost, timed out, mismatched replies); rerun: episodes run again after an infra error */
-  stats: { episodes: number; cached: number; ran: number; resent: number; rerun: number; ms: number; nodes: string[] };
+  /**
+   * resent: chunks sent again (lost, timed out, mismatched replies); rerun: episodes run again
+   * after an infra error; stragglers: chunks sent again to another replica because they were slow,
+   * of which stragglersWon were answered first by the copy
+   */
+  stats: { episodes: number; cached: number; ran: number; resent: number; rerun: number; stragglers: number; stragglersWon: number; ms: number; nodes: string[] };
+}
+
+export interface StragglerOptions {
+  /** a chunk is a straggler after this many times the median answer time. @default 3 */
+  factor?: number;
+  /** … and never before this many ms. @default 10_000 */
+  minMs?: number;
+  /** copies sent per chunk at most. @default 1 */
+  maxResends?: number;
+  /** answer times seen so far: share one across rollouts (a training run's) so the median is known from the first chunk */
+  history?: ChunkTimes;
+}
+
+/** Answer times of chunks (the last 256), for the straggler deadline. */
+export class ChunkTimes {
+  private readonly xs: number[] = [];
+  add(ms: number): void {
+    this.xs.push(ms);
+    if (this.xs.length > 256) this.xs.shift();
+  }
+  /** the median answer time, or undefined before any chunk was answered */
+  median(): number | undefined {
+    if (this.xs.length === 0) return undefined;
+    const s = [...this.xs].sort((a, b) => a - b);
+    return s[Math.floor((s.length - 1) / 2)];
+  }
+}
+
+/** The straggler deadline in ms (from a chunk's send), or undefined while no answer time is known. */
+export function stragglerDeadline(o: Required<Pick<StragglerOptions, 'factor' | 'minMs'>>, times: ChunkTimes): number | undefined {
+  const m = times.median();
+  return m === undefined ? undefined : Math.max(o.minMs, o.factor * m);
 }
 
 /** episodes per message for a learned target (`lm/`). @default 16 */
@@ -101,6 +150,33 @@ export class RolloutInfraError extends Hr1Error<'ROLLOUT_INFRA'> {
     super('ROLLOUT_INFRA', `${episodes} of ${total} episodes ended in an infra error in each of ${attempts} attempts: ${what}. Nothing of them was cached or scored; fix the target endpoint or the env (database, data) and run again`, { data: { failures } });
     this.failures = failures;
   }
+}
+
+/**
+ * No replica could serve the target's chunks for longer than the rollout's worker wait: every node
+ * that could host it is gone. Not a task result: nothing was cached or scored.
+ */
+export class NoWorkersError extends Hr1Error<'NO_WORKERS'> {
+  constructor(target: string, waitedMs: number, cause: Error) {
+    super('NO_WORKERS', `no replica of ${target} could run episodes for ${Math.round(waitedMs / 1000)} s (${cause.message}); every node that could host it is gone. Nothing of those episodes was cached or scored: start nodes (hr1 node --address …) and run again`, { cause });
+  }
+}
+
+/** Get the actor group once a node can host it, or NO_WORKERS after `waitMs`. */
+async function waitForWorkers<T>(acquire: () => Promise<T>, waitMs: number, target: string, first: Error, log?: (l: string) => void): Promise<T> {
+  const t0 = performance.now();
+  let last = first;
+  log?.(`no node can host ${target} now (${first.message}); waiting for one at most ${Math.round(waitMs / 1000)} s`);
+  while (performance.now() - t0 < waitMs) {
+    await new Promise((res) => setTimeout(res, 1000));
+    try {
+      return await acquire();
+    } catch (e) {
+      if (!(e instanceof PlacementError)) throw e;
+      last = e;
+    }
+  }
+  throw new NoWorkersError(target, performance.now() - t0, last);
 }
 
 /** A reply that does not answer its chunk (other episodes, fewer records, another chunk's id): a typed error; the chunk is sent again. */
@@ -206,19 +282,29 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
   const nodes = new Set<string>();
   let resent = 0;
   let rerun = 0;
+  const hedgeStats = { sent: 0, won: 0 };
   if (todo.length > 0) {
     const replicas = opts.replicas ?? 1;
     const envActor = (opts.envActors ?? 0) > 0 && envDescriptor(spec.env).pooled ? (await envGroup(cluster, spec.env, opts.envActors!, opts.envActorThreads ?? 2)).ref : undefined;
     // an endpoint with more request slots than the default gets enough episodes in flight to fill them
     const slots = spec.targetOptions?.concurrency;
     const concurrency = opts.concurrency ?? (typeof slots === 'number' && slots > DEFAULT_EPISODE_CONCURRENCY ? slots : DEFAULT_EPISODE_CONCURRENCY);
-    const group = await targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency, ...(envActor ? { envActor } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) });
+    const acquire = () => targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency, ...(envActor ? { envActor } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) });
+    const workerWait = opts.workerWaitMs ?? 0;
+    let group: Awaited<ReturnType<typeof acquire>>;
+    try {
+      group = await acquire();
+    } catch (e) {
+      if (!(e instanceof PlacementError) || workerWait === 0) throw e;
+      group = await waitForWorkers(acquire, workerWait, spec.target, e, opts.log);
+    }
     // a learned target decodes the episodes in flight on its actor together (the decision batcher): 16 × 4 = 64 at once
     const lm = spec.target.startsWith('lm/');
     const size = opts.chunk ?? (lm ? LM_CHUNK : 8);
     const window = Math.max(1, replicas * (opts.window ?? (lm ? LM_WINDOW : 2)));
     const retries = opts.retries ?? 5;
     const infraRetries = opts.infraRetries ?? DEFAULT_INFRA_RETRIES;
+    const hedge = replicas > 1 && opts.stragglers !== false ? new Hedger(replicas, opts.stragglers ?? {}, (l) => opts.log?.(l)) : undefined;
     for (let round = 0; ; round++) {
       const chunks: { e: EpisodeRef; i: number }[][] = [];
       for (let k = 0; k < todo.length; k += size) chunks.push(todo.slice(k, k + size));
@@ -231,10 +317,16 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
             const c = chunks[next++];
             if (!c) return;
             const episodes = c.map((x) => x.e);
+            // when this chunk's actor was first lost (every replica dead, no node to restart it on)
+            let lostSince: number | undefined;
             for (let attempt = 0; ; attempt++) {
               try {
-                const chunkId = randomUUID();
-                const r = await group.rollout({ env: spec.env, envOptions: spec.envOptions ?? {}, patch: wire, episodes, chunkId }, { timeout: opts.timeout ?? '10m' });
+                const send = (replica?: number) => {
+                  const chunkId = randomUUID();
+                  return group.rollout({ env: spec.env, envOptions: spec.envOptions ?? {}, patch: wire, episodes, chunkId }, { timeout: opts.timeout ?? '10m', ...(replica !== undefined ? { replica } : {}) }).then((r) => ({ r, chunkId }));
+                };
+                // a first attempt picks its replica when stragglers may be sent elsewhere; a re-send after a loss goes to the group
+                const { r, chunkId } = hedge && attempt === 0 ? await hedge.call(send) : await send();
                 const got = checkReply(r, { env: spec.env, chunkId, episodes }, harness);
                 nodes.add(r.node);
                 if (r.clientStats) opts.clientStats?.add(spec.target, r.clientStats);
@@ -251,17 +343,37 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
                 opts.onProgress?.({ done, total, cached });
                 break;
               } catch (e) {
-                const again = e instanceof ActorDiedError || e instanceof CallTimeoutError || e instanceof BackpressureError || (e instanceof Hr1Error && e.retryable);
+                const lost = e instanceof ActorDiedError || e instanceof PlacementError;
+                const again = lost || e instanceof CallTimeoutError || e instanceof BackpressureError || (e instanceof Hr1Error && e.retryable);
                 // the command is stopping (a signal): its own shutdown lost the chunk, nothing to re-send
-                if (!again || attempt >= retries || shutdownInProgress()) throw e;
+                if (!again || shutdownInProgress()) throw e;
+                if (lost) lostSince ??= performance.now();
+                const waited = lostSince === undefined ? 0 : performance.now() - lostSince;
+                if (attempt >= retries) {
+                  // with a worker wait, a lost actor is waited for until the bound, then NO_WORKERS
+                  if (!lost || workerWait === 0) throw e;
+                  if (waited >= workerWait) throw new NoWorkersError(spec.target, waited, e as Error);
+                }
                 resent++;
-                opts.log?.(`chunk of ${c.length} episodes lost (${(e as Error).message}); sending it again (${attempt + 1}/${retries})`);
-                await new Promise((res) => setTimeout(res, 200 * (attempt + 1)));
+                opts.log?.(`chunk of ${c.length} episodes lost (${(e as Error).message}); sending it again (${attempt + 1}/${retries}${workerWait > 0 && lost ? `; waiting for a replica at most ${Math.round((workerWait - waited) / 1000)} s more` : ''})`);
+                await new Promise((res) => setTimeout(res, Math.min(5000, 200 * (attempt + 1))));
+                // every replica dead for good: get the group again (restarted where a node is)
+                if (lost && workerWait > 0) {
+                  try {
+                    group = await acquire();
+                  } catch (e2) {
+                    if (!(e2 instanceof PlacementError)) throw e2;
+                  }
+                }
               }
             }
           }
         }),
       );
+      if (hedge) {
+        hedgeStats.sent = hedge.sent;
+        hedgeStats.won = hedge.won;
+      }
       if (failed.length === 0) break;
       const kinds = infraKinds(failed.map((f) => f.rec));
       if (round >= infraRetries) throw new RolloutInfraError(kinds, failed.length, total, round + 1);
@@ -274,8 +386,76 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
   }
   return {
     records: records as EpisodeRecord[],
-    stats: { episodes: total, cached, ran: total - cached, resent, rerun, ms: performance.now() - t0, nodes: [...nodes].sort() },
+    stats: { episodes: total, cached, ran: total - cached, resent, rerun, stragglers: hedgeStats.sent, stragglersWon: hedgeStats.won, ms: performance.now() - t0, nodes: [...nodes].sort() },
   };
+}
+
+/**
+ * Sends a chunk to the least busy replica and, when it is not answered by the straggler deadline,
+ * a copy to the least busy other one; the first answer wins, the other is dropped.
+ */
+class Hedger {
+  private readonly busy: number[];
+  private readonly o: { factor: number; minMs: number; maxResends: number };
+  private readonly times: ChunkTimes;
+  sent = 0;
+  won = 0;
+  constructor(
+    replicas: number,
+    o: StragglerOptions,
+    private readonly log: (l: string) => void,
+  ) {
+    this.busy = new Array<number>(replicas).fill(0);
+    this.o = { factor: o.factor ?? 3, minMs: o.minMs ?? 10_000, maxResends: o.maxResends ?? 1 };
+    this.times = o.history ?? new ChunkTimes();
+  }
+
+  private pick(except: ReadonlySet<number>): number | undefined {
+    let best: number | undefined;
+    this.busy.forEach((b, i) => {
+      if (!except.has(i) && (best === undefined || b < this.busy[best]!)) best = i;
+    });
+    return best;
+  }
+
+  async call<T>(send: (replica: number) => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    const used = new Set<number>();
+    const attempts: Promise<{ v: T; copy: boolean }>[] = [];
+    const start = (copy: boolean) => {
+      const i = this.pick(used)!;
+      used.add(i);
+      this.busy[i]!++;
+      const p = send(i).finally(() => this.busy[i]!--);
+      attempts.push(p.then((v) => ({ v, copy })));
+    };
+    start(false);
+    for (let h = 0; ; ) {
+      const more = h < this.o.maxResends && used.size < this.busy.length;
+      // the first answer of any copy; when every copy failed, the first copy's error
+      const first = Promise.any(attempts).catch((e: AggregateError) => {
+        throw e.errors[0];
+      });
+      if (!more) return this.done(await first, t0);
+      // no chunk answered yet: no median, look again in a while
+      const deadline = stragglerDeadline(this.o, this.times);
+      const wait = deadline === undefined ? Math.max(250, this.o.minMs / 4) : Math.max(0, t0 + deadline - performance.now());
+      let timer: NodeJS.Timeout | undefined;
+      const r = await Promise.race([first, new Promise<null>((res) => (timer = setTimeout(() => res(null), wait)))]).finally(() => clearTimeout(timer));
+      if (r !== null) return this.done(r, t0);
+      if (deadline === undefined || performance.now() - t0 < deadline) continue;
+      h++;
+      this.sent++;
+      this.log(`a chunk has not been answered after ${(deadline / 1000).toFixed(1)} s (${this.o.factor} × the median ${((this.times.median() ?? 0) / 1000).toFixed(1)} s, at least ${(this.o.minMs / 1000).toFixed(0)} s): a straggler; sending it to another replica too (the first answer is kept)`);
+      start(true);
+    }
+  }
+
+  private done<T>(r: { v: T; copy: boolean }, t0: number): T {
+    if (r.copy) this.won++;
+    else this.times.add(performance.now() - t0);
+    return r.v;
+  }
 }
 
 function infraKinds(recs: readonly EpisodeRecord[]): InfraFailure[] {

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import YAML from 'yaml';
 import type { Cluster } from '../cluster/client.ts';
-import { ConfigError, Hr1Error } from '../cluster/errors.ts';
+import { ActorDiedError, ConfigError, Hr1Error, PlacementError } from '../cluster/errors.ts';
 import { Rng } from '../cluster/rng.ts';
 import { describeIssues } from '../cluster/codec.ts';
 // the samplers decode under the `patch` grammar, registered by this module (a node imports it through actors/index.ts)
@@ -26,7 +26,7 @@ import { writeTrainReport, writeTrainScalars } from './report/training.ts';
 import { DEFAULT_PROMPT_TOKENS, MAX_COMPLETION_TOKENS, PATCH_LANG_VERSION, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 import { engineerBackend, type SampledCompletion } from './train-engineer.ts';
 import { PolicyVersions, StageClock, policyFile, pruneFiles, range, runTrainPipeline, type PipelineStages } from './train-pipeline.ts';
-import type { RolloutOptions } from '../drivers/rollout.ts';
+import { ChunkTimes, NoWorkersError, type RolloutOptions } from '../drivers/rollout.ts';
 import type { Packet } from '../policies/engineer/packet.ts';
 import type { EpisodeRecord } from '../harness/index.ts';
 import type { MissingEvaluationError } from '../policies/engineer/errors.ts';
@@ -132,6 +132,16 @@ export const TrainConfigSchema = z
       .strictObject({
         /** replicas of the target actor group, spread over the nodes. @default 1 */
         replicas: z.number().int().min(1).max(256).default(1),
+        /**
+         * with 2+ replicas: a rollout chunk not answered after max(minMs, factor × the median answer
+         * time of the run's chunks so far) is sent to another replica too; the first answer is kept
+         */
+        stragglers: z.strictObject({ factor: z.number().min(1).default(3), minMs: z.number().int().min(0).default(10_000), maxResends: z.number().int().min(0).max(8).default(1) }).prefault({}),
+        /**
+         * how long a rollout waits for a replica when every node that could host the target is
+         * gone, ms; then training stops with TRAIN_NO_WORKERS, resumable from its last checkpoint
+         */
+        waitMs: z.number().int().min(0).default(60_000),
       })
       .prefault({}),
     /**
@@ -382,7 +392,8 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       objectPrefix: `engineer-${hash}`,
     });
     const sampler = await backend.spawnSampler(cluster);
-    const rolloutOpts: Omit<RolloutOptions, 'cache'> = { replicas: cfg.workers.replicas, log };
+    // one history of chunk answer times for the whole run: the straggler deadline is known from the first chunks on
+    const rolloutOpts: Omit<RolloutOptions, 'cache'> = { replicas: cfg.workers.replicas, log, stragglers: { ...cfg.workers.stragglers, history: new ChunkTimes() }, workerWaitMs: cfg.workers.waitMs };
     const validator = cfg.validator ? { validation: await ValueModel.fromPath(join(cfg.validator, 'validation.onnx')), reward: await ValueModel.fromPath(join(cfg.validator, 'reward.onnx')) } : undefined;
     if (validator) log(`  validator: ${cfg.validator} (sampling ${2 * cfg.grpo.k}, rerunning the best ${cfg.grpo.k} by predicted Δ)`);
     // 3. SFT epochs
@@ -576,7 +587,25 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     await sampler.kill();
     writeTrainReport(out, iterations, pairs);
     return { out, sft: { rows: ds.rows.length, representable: sftPairs.length, finalLoss }, iterations, onnx: onnxPath, sftOnnx, checkpoint: ck.path, pipeline };
+  } catch (e) {
+    throw workersGone(e, out, stateFile) ?? e;
   } finally {
     cache.close();
   }
+}
+
+/**
+ * Training cannot go on because the workers are gone (no node can host the target's replicas, the
+ * learner or the sampler): TRAIN_NO_WORKERS, naming the checkpoint a --resume continues from.
+ * Anything else: undefined (the error stands as it is).
+ */
+export function workersGone(e: unknown, out: string, stateFile: string): Hr1Error | undefined {
+  const gone = e instanceof NoWorkersError || e instanceof PlacementError || e instanceof ActorDiedError || (e instanceof Hr1Error && e.code === 'LEARNER_DIED');
+  if (!gone) return undefined;
+  let where = 'no GRPO checkpoint yet: run the same command again once nodes are back (the episodes played so far are cached in the run folder)';
+  if (existsSync(stateFile)) {
+    const st = JSON.parse(readFileSync(stateFile, 'utf8')) as ResumeState;
+    where = `its last checkpoint, after GRPO iteration ${st.iteration}, is kept (${st.checkpoint}): once nodes are back, run the same command with --resume (run folder ${out})`;
+  }
+  return new Hr1Error('TRAIN_NO_WORKERS', `training stopped: ${(e as Error).message.replace(/\.$/, '')}. Nothing was scored from the lost work; ${where}`, { cause: e });
 }

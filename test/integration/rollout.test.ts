@@ -38,6 +38,40 @@ test.serial('rollout - over NATS across node processes gives the same records as
   }
 });
 
+test.serial('rollout - a straggling replica (its node stalled) does not hold the rollout up: its chunks are sent to the other replica, the first answer is kept, the result is unchanged', async (t) => {
+  t.timeout(180_000);
+  const server = await NatsServer.start();
+  const procs: Proc[] = [];
+  const bus = await NatsBus.connect({ address: server.url });
+  const logs: string[] = [];
+  // the stalled node must stay alive in the table: a straggler, not a dead node
+  const cluster = new Cluster(bus, { cluster: 'ros', deadAfterMs: 120_000, log: (l) => logs.push(l) });
+  let stalled: Proc | undefined;
+  try {
+    for (let i = 0; i < 2; i++) procs.push(await startNode(server.url, 'ros', ['--resources', 'cpu=2', '--node-id', `s${i}`]));
+    await cluster.waitForNodes(2, 10_000);
+    const opts = { cache: null, replicas: 2, chunk: 4, stragglers: { factor: 2, minMs: 300 } } as const;
+    // the replica group is placed on both nodes first
+    const warm = await rollout(cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes: episodes.slice(0, 8) }, opts);
+    t.is(warm.stats.nodes.length, 2);
+    stalled = procs[1]!;
+    stalled.child.kill('SIGSTOP');
+    const lines: string[] = [];
+    const r = await rollout(cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes }, { ...opts, log: (l) => lines.push(l) });
+    t.is(canonicalJson(r.records), canonicalJson(reference));
+    t.true(r.stats.stragglers >= 1, JSON.stringify(r.stats));
+    t.true(r.stats.stragglersWon >= 1, JSON.stringify(r.stats));
+    t.deepEqual(r.stats.nodes, ['s0'], 'every answer came from the node that was not stalled');
+    t.true(lines.some((l) => /a straggler; sending it to another replica too/.test(l)), lines.join('\n'));
+  } finally {
+    stalled?.child.kill('SIGCONT');
+    await cluster.close({ killOwned: true });
+    await bus.close();
+    await stopAll(procs);
+    await server.dispose();
+  }
+});
+
 test.serial('rollout - a node killed mid-rollout costs no episode: its chunks are re-sent and the result is unchanged', async (t) => {
   const server = await NatsServer.start();
   const procs: Proc[] = [];
