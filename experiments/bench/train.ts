@@ -7,13 +7,17 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { init, type Runtime } from '../../cluster/init.ts';
 import { Hr1Error } from '../../cluster/errors.ts';
 import { table } from '../commands/table.ts';
 import type { TrainConfig, TrainResult } from '../train.ts';
+import { project } from './pipeline-sim.ts';
+
+/** how much faster a GPU runs the learner's update and the sampler than this machine's CPU (an assumption, stated with every projection) */
+export const GPU_FACTOR = 10;
 
 const HR1 = fileURLToPath(new URL('../../bin/hr1.js', import.meta.url));
 
@@ -34,6 +38,8 @@ interface RunFigures {
   s_per_iter: number;
   idle: Record<string, number>;
   curve: number[];
+  /** mean ms per GRPO iteration of each stage (the iteration log's ms) */
+  stageMs: { rollout: number; sampling: number; validation: number; update: number };
 }
 
 /** Start `n` hr1 node processes on the runtime's NATS server; resolves when all joined. */
@@ -88,7 +94,8 @@ export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigur
             if (/^\s+grpo/.test(l)) log(`  ${l.trim()}`);
           });
           const g = r.iterations.filter((x) => x.phase === 'grpo');
-          runs.push({ cluster: where, mode, iterations: g.length, s_per_iter: r.pipeline.wallMs / 1000 / Math.max(1, g.length), idle: r.pipeline.idleShare, curve: g.map((x) => x.meanDelta ?? 0) });
+          const avg = (k: 'rollout' | 'sampling' | 'validation' | 'update') => g.reduce((a, x) => a + (x.ms[k] ?? 0), 0) / Math.max(1, g.length);
+          runs.push({ cluster: where, mode, iterations: g.length, s_per_iter: r.pipeline.wallMs / 1000 / Math.max(1, g.length), idle: r.pipeline.idleShare, curve: g.map((x) => x.meanDelta ?? 0), stageMs: { rollout: avg('rollout'), sampling: avg('sampling'), validation: avg('validation'), update: avg('update') } });
         }
       } finally {
         for (const k of kids) k.kill('SIGTERM');
@@ -108,7 +115,25 @@ export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigur
     }),
   );
   const first = per[o.clusters[0]!] as { sync_s_per_iter: number; pipelined_s_per_iter: number; speedup: number };
-  const summary = { target: o.config.target, env: o.config.env, iterations: o.config.grpo.iterations, k: o.config.grpo.k, max_staleness: o.maxStaleness, cluster: o.clusters[0], sync_s_per_iter: first.sync_s_per_iter, pipelined_s_per_iter: first.pipelined_s_per_iter, speedup: first.speedup, clusters: per };
+  // the projection to many workers: a discrete-event simulation driven by the first cluster's synchronous stage times
+  const sync = pick(o.clusters[0]!, 'synchronous')!;
+  const held = o.config.reward.on === 'heldout' ? (o.config.reward.heldoutTasks ?? o.config.batchSize) : 0;
+  const measured = { rolloutMs: sync.stageMs.rollout, samplingMs: sync.stageMs.sampling, validationMs: sync.stageMs.validation, updateMs: sync.stageMs.update, cores: availableParallelism(), baseEpisodes: o.config.batchSize + held, rerunEpisodes: o.config.grpo.k * (held || o.config.batchSize) };
+  const projection = project(measured, { staleness: o.maxStaleness, gpuFactor: GPU_FACTOR });
+  const here = project(measured, { staleness: o.maxStaleness, gpuFactor: GPU_FACTOR, workers: [measured.cores] }).find((x) => x.learner === 'cpu')!;
+  const summary = {
+    target: o.config.target,
+    env: o.config.env,
+    iterations: o.config.grpo.iterations,
+    k: o.config.grpo.k,
+    max_staleness: o.maxStaleness,
+    cluster: o.clusters[0],
+    sync_s_per_iter: first.sync_s_per_iter,
+    pipelined_s_per_iter: first.pipelined_s_per_iter,
+    speedup: first.speedup,
+    clusters: per,
+    projection: { measured: roundAll(measured), gpu_factor: GPU_FACTOR, simulated_here: { workers: measured.cores, sync_s_per_iter: round(here.sync_s_per_iter), pipelined_s_per_iter: round(here.pipelined_s_per_iter), speedup: round(here.speedup) }, rows: projection.map((p) => roundAll(p as unknown as Record<string, number>)) },
+  };
   if (o.json) console.log(JSON.stringify(summary, null, 2));
   else {
     const stages = ['rollout', 'sampling', 'validation', 'update'];
@@ -122,6 +147,9 @@ export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigur
       const x = per[c] as { speedup: number };
       console.log(`speedup, pipelined over synchronous (${c === 'nodes' ? `${o.nodes} hr1 nodes` : 'embedded'}): ${x.speedup.toFixed(2)}×`);
     }
+    console.log(`\nprojection (discrete-event simulation, experiments/bench/pipeline-sim.ts) from the ${o.clusters[0]} synchronous stage times: one episode ${((measured.validationMs * measured.cores) / measured.rerunEpisodes).toFixed(0)} ms of one worker, sampling ${(measured.samplingMs / 1000).toFixed(2)} s, update ${(measured.updateMs / 1000).toFixed(2)} s per iteration; GPU learner and sampler ${GPU_FACTOR}× faster (assumed)`);
+    console.log(`  simulated on ${measured.cores} workers (this machine): synchronous ${here.sync_s_per_iter.toFixed(1)} s, pipelined ${here.pipelined_s_per_iter.toFixed(1)} s per iteration, ${here.speedup.toFixed(2)}× (measured: ${first.sync_s_per_iter.toFixed(1)} s, ${first.pipelined_s_per_iter.toFixed(1)} s, ${first.speedup.toFixed(2)}×)`);
+    console.log(table(['rerun workers', 'learner', 'sync s / iteration', 'pipelined s / iteration', 'speedup', 'worker use sync', 'worker use pipelined'], projection.map((p) => [p.workers, p.learner, p.sync_s_per_iter.toFixed(2), p.pipelined_s_per_iter.toFixed(2), `${p.speedup.toFixed(2)}×`, `${(p.worker_utilisation_sync * 100).toFixed(0)}%`, `${(p.worker_utilisation_pipelined * 100).toFixed(0)}%`])));
     console.log(`(a stage's idle share: the part of the GRPO wall time when none of its operations was in flight; SIMULATED targets are for throughput only, their Δ is not evidence)`);
   }
   return { runs, summary };
