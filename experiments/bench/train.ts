@@ -132,7 +132,7 @@ export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigur
     pipelined_s_per_iter: first.pipelined_s_per_iter,
     speedup: first.speedup,
     clusters: per,
-    projection: { measured: roundAll(measured), gpu_factor: GPU_FACTOR, simulated_here: { workers: measured.cores, sync_s_per_iter: round(here.sync_s_per_iter), pipelined_s_per_iter: round(here.pipelined_s_per_iter), speedup: round(here.speedup) }, rows: projection.map((p) => roundAll(p as unknown as Record<string, number>)) },
+    projection: { measured: roundAll(measured), gpu_factor: GPU_FACTOR, simulated_here: { workers: measured.cores, sync_s_per_iter: round(here.sync_s_per_iter), pipelined_s_per_iter: round(here.pipelined_s_per_iter), speedup: round(here.speedup) }, rows: projection.map((p) => roundAll(p)) },
   };
   if (o.json) console.log(JSON.stringify(summary, null, 2));
   else {
@@ -158,6 +158,6 @@ export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigur
 function round(x: number): number {
   return Math.round(x * 1000) / 1000;
 }
-function roundAll(o: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, round(v)]));
+function roundAll<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'number' ? round(v) : v])) as T;
 }
