@@ -431,7 +431,7 @@ export class Cluster {
     const seen = new Set<string>();
     for (const a of hb.actors) {
       seen.add(a.instanceId);
-      this.actorLost(a.actorId, a.cls, a.owner, nodeId, why);
+      this.actorLost(a.actorId, a.cls, a.owner, nodeId, why, a.instanceId);
       const o = this.owned.get(a.actorId);
       const r = o?.replicas.find((x) => x.instanceId === a.instanceId);
       if (o && r && !r.dead && !r.placing) void this.restartReplica(o, r, `node ${nodeId} was lost (${why})`);
@@ -440,7 +440,7 @@ export class Cluster {
     for (const o of this.owned.values()) {
       for (const r of o.replicas) {
         if (r.nodeId !== nodeId || r.dead || r.placing || seen.has(r.instanceId)) continue;
-        this.actorLost(o.actorId, o.cls.def.name, this.clientId, nodeId, why);
+        this.actorLost(o.actorId, o.cls.def.name, this.clientId, nodeId, why, r.instanceId);
         void this.restartReplica(o, r, `node ${nodeId} was lost (${why})`);
       }
     }
@@ -467,23 +467,26 @@ export class Cluster {
   }
 
   /** An actor's node was lost: later calls meet ActorDiedError, calls in flight fail with it now. */
-  private actorLost(actorId: string, cls: string, owner: string | undefined, nodeId: string, why: string): void {
+  private actorLost(actorId: string, cls: string, owner: string | undefined, nodeId: string, why: string, instanceId?: string): void {
     const ad = this.adopted.get(actorId);
     if (ad && ad.nodeId === nodeId) ad.lost = true;
     this.deadActors.set(actorId, `its node ${nodeId} was lost (${why})${this.owned.has(actorId) ? '' : this.unownedNote(owner)}`);
-    this.failInflight(actorId, cls, owner, nodeId, why);
+    this.failInflight(actorId, cls, owner, nodeId, why, instanceId);
   }
 
   private unownedNote(owner: string | undefined): string {
     return `; this client does not own it (it reused it${owner && owner !== this.clientId ? `; its owner is client ${owner}` : ''}), so it does not restart it: its owner restarts it if its maxRestarts allow; spawn it again to get it back, or create it anew`;
   }
 
-  private failInflight(actorId: string, cls: string, owner: string | undefined, nodeId: string, why: string): void {
+  private failInflight(actorId: string, cls: string, owner: string | undefined, nodeId: string, why: string, instanceId?: string): void {
     const note = this.owned.has(actorId) ? '' : this.unownedNote(owner);
-    this.bus.failPending(`hr1.${this.name}.a.${actorId}.`, (subject) => {
+    const died = (subject: string) => {
       const method = subject.slice(subject.lastIndexOf('.') + 1);
       return new ActorDiedError(`actor ${cls} (${actorId}) died while ${method} was in flight: node ${nodeId} was lost (${why})${note}`, { actor: actorId, method, node: nodeId });
-    });
+    };
+    this.bus.failPending(`hr1.${this.name}.a.${actorId}.`, died);
+    // calls sent to one replica by its instance id: that replica's (or, not knowing which, every one's)
+    this.bus.failPending(instanceId !== undefined ? `hr1.${this.name}.i.${instanceId}.` : `hr1.${this.name}.i.${actorId}~`, died);
   }
 
   // -- placement -------------------------------------------------------------------------------

@@ -76,6 +76,14 @@ export interface RolloutOptions {
    * records). Counted in stats.resentStragglers. false = never. @default {factor: 3, minMs: 10_000, maxResends: 1}
    */
   stragglers?: StragglerOptions | false;
+  /**
+   * a gate shared by several rollouts (a training run's): a chunk is sent only when the gate
+   * lets it, lowest `priority` first, so older work is not stuck behind newer work in the actors'
+   * queues. Results do not depend on it. @default none
+   */
+  gate?: ChunkGate;
+  /** this rollout's priority at the gate (lower goes first; a training run passes the iteration). @default 0 */
+  priority?: number;
   /** collects the endpoint client counters the replies carry (endpoint targets only; see drivers/client-stats.ts) */
   clientStats?: ClientStatsCollector;
 }
@@ -113,6 +121,50 @@ export class ChunkTimes {
     if (this.xs.length === 0) return undefined;
     const s = [...this.xs].sort((a, b) => a - b);
     return s[Math.floor((s.length - 1) / 2)];
+  }
+}
+
+/**
+ * At most `slots` chunks in flight across the rollouts that share it; a freed slot goes to the
+ * waiting chunk of lowest priority, then the one that asked first.
+ */
+export class ChunkGate {
+  private used = 0;
+  private seq = 0;
+  private readonly waiting: { priority: number; seq: number; go: () => void }[] = [];
+  constructor(readonly slots: number) {
+    if (!(slots >= 1)) throw new Hr1Error('BAD_GATE', `a chunk gate needs at least one slot, got ${slots}`);
+  }
+  acquire(priority: number): Promise<() => void> {
+    return new Promise((resolve) => {
+      const go = () => {
+        this.used++;
+        let done = false;
+        resolve(() => {
+          if (done) return;
+          done = true;
+          this.used--;
+          this.next();
+        });
+      };
+      this.waiting.push({ priority, seq: this.seq++, go });
+      this.next();
+    });
+  }
+  /** chunks waiting for a slot */
+  get queued(): number {
+    return this.waiting.length;
+  }
+  private next(): void {
+    while (this.used < this.slots && this.waiting.length > 0) {
+      let best = 0;
+      for (let i = 1; i < this.waiting.length; i++) {
+        const a = this.waiting[i]!;
+        const b = this.waiting[best]!;
+        if (a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq)) best = i;
+      }
+      this.waiting.splice(best, 1)[0]!.go();
+    }
   }
 }
 
@@ -157,8 +209,12 @@ export class RolloutInfraError extends Hr1Error<'ROLLOUT_INFRA'> {
  * that could host it is gone. Not a task result: nothing was cached or scored.
  */
 export class NoWorkersError extends Hr1Error<'NO_WORKERS'> {
+  /** what happened, without the advice */
+  readonly summary: string;
   constructor(target: string, waitedMs: number, cause: Error) {
-    super('NO_WORKERS', `no replica of ${target} could run episodes for ${Math.round(waitedMs / 1000)} s (${cause.message}); every node that could host it is gone. Nothing of those episodes was cached or scored: start nodes (hr1 node --address …) and run again`, { cause });
+    const summary = `no replica of ${target} could run episodes for ${Math.round(waitedMs / 1000)} s (${cause.message}); every node that could host it is gone`;
+    super('NO_WORKERS', `${summary}. Nothing of those episodes was cached or scored: start nodes (hr1 node --address …) and run again`, { cause });
+    this.summary = summary;
   }
 }
 
@@ -326,7 +382,15 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
                   return group.rollout({ env: spec.env, envOptions: spec.envOptions ?? {}, patch: wire, episodes, chunkId }, { timeout: opts.timeout ?? '10m', ...(replica !== undefined ? { replica } : {}) }).then((r) => ({ r, chunkId }));
                 };
                 // a first attempt picks its replica when stragglers may be sent elsewhere; a re-send after a loss goes to the group
-                const { r, chunkId } = hedge && attempt === 0 ? await hedge.call(send) : await send();
+                // a shared gate bounds the chunks in flight across rollouts and lets older work go first
+                const release = opts.gate ? await opts.gate.acquire(opts.priority ?? 0) : undefined;
+                let answer: { r: Awaited<ReturnType<typeof group.rollout>>; chunkId: string };
+                try {
+                  answer = hedge && attempt === 0 ? await hedge.call(send) : await send();
+                } finally {
+                  release?.();
+                }
+                const { r, chunkId } = answer;
                 const got = checkReply(r, { env: spec.env, chunkId, episodes }, harness);
                 nodes.add(r.node);
                 if (r.clientStats) opts.clientStats?.add(spec.target, r.clientStats);

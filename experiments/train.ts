@@ -26,7 +26,7 @@ import { writeTrainReport, writeTrainScalars } from './report/training.ts';
 import { DEFAULT_PROMPT_TOKENS, MAX_COMPLETION_TOKENS, PATCH_LANG_VERSION, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 import { engineerBackend, type SampledCompletion } from './train-engineer.ts';
 import { PolicyVersions, StageClock, policyFile, pruneFiles, range, runTrainPipeline, type PipelineStages } from './train-pipeline.ts';
-import { ChunkTimes, NoWorkersError, type RolloutOptions } from '../drivers/rollout.ts';
+import { ChunkGate, ChunkTimes, LM_WINDOW, NoWorkersError, type RolloutOptions } from '../drivers/rollout.ts';
 import type { Packet } from '../policies/engineer/packet.ts';
 import type { EpisodeRecord } from '../harness/index.ts';
 import type { MissingEvaluationError } from '../policies/engineer/errors.ts';
@@ -394,6 +394,14 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     const sampler = await backend.spawnSampler(cluster);
     // one history of chunk answer times for the whole run: the straggler deadline is known from the first chunks on
     const rolloutOpts: Omit<RolloutOptions, 'cache'> = { replicas: cfg.workers.replicas, log, stragglers: { ...cfg.workers.stragglers, history: new ChunkTimes() }, workerWaitMs: cfg.workers.waitMs };
+    // pipelined: the iterations in flight share each target's replicas through one gate per target, oldest iteration first
+    const gates = new Map<string, ChunkGate>();
+    const forIteration = (target: string, it: number): Omit<RolloutOptions, 'cache'> => {
+      if (!cfg.pipeline) return rolloutOpts;
+      let g = gates.get(target);
+      if (!g) gates.set(target, (g = new ChunkGate(cfg.workers.replicas * (target.startsWith('lm/') ? LM_WINDOW : 2))));
+      return { ...rolloutOpts, gate: g, priority: it };
+    };
     const validator = cfg.validator ? { validation: await ValueModel.fromPath(join(cfg.validator, 'validation.onnx')), reward: await ValueModel.fromPath(join(cfg.validator, 'reward.onnx')) } : undefined;
     if (validator) log(`  validator: ${cfg.validator} (sampling ${2 * cfg.grpo.k}, rerunning the best ${cfg.grpo.k} by predicted Δ)`);
     // 3. SFT epochs
@@ -454,13 +462,13 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       const batch = grpoBatch(cfg, env, splitOf(env), it);
       return clock.time('rollout', async () => {
         const tR = performance.now();
-        const base = await rollout(cluster, { env, target, episodes: batch }, { cache, ...rolloutOpts });
+        const base = await rollout(cluster, { env, target, episodes: batch }, { cache, ...forIteration(target, it) });
         const baseSuccess = mean(base.records.map((r) => (r.outcome.won ? 1 : 0)));
         const packet = extractPacket(base.records);
         if (packet.episodes.length === 0) return { it, env, target, batch, baseSuccess, packet, scoredOn: batch, scoredBase: base.records, msRollout: performance.now() - tR, tIt };
         // Δ on the packet's batch, or (reward.on heldout) on tasks the packet never showed; its base rollout needs no policy either
         const scoredOn = cfg.reward.on === 'heldout' ? grpoHeldoutBatch(cfg, env, splitOf(env), it, batch) : batch;
-        const scoredBase = scoredOn === batch ? base.records : (await rollout(cluster, { env, target, episodes: scoredOn }, { cache, ...rolloutOpts })).records;
+        const scoredBase = scoredOn === batch ? base.records : (await rollout(cluster, { env, target, episodes: scoredOn }, { cache, ...forIteration(target, it) })).records;
         return { it, env, target, batch, baseSuccess, packet, scoredOn, scoredBase, msRollout: performance.now() - tR, tIt };
       });
     };
@@ -494,7 +502,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     const scoreStage = async (p: Prepared, s: Sampled): Promise<Scored> =>
       clock.time('validation', async () => {
         const tV = performance.now();
-        const rewards = await rewardGroup(cluster, { env: p.env, target: p.target, episodes: p.scoredOn, patches: s.patches, cache, base: p.scoredBase }, { metric: rewardMetric(cfg, p.env), concurrency: cfg.pipeline ? (cfg.pipeline.reruns ?? cfg.grpo.k) : 1, rollout: rolloutOpts });
+        const rewards = await rewardGroup(cluster, { env: p.env, target: p.target, episodes: p.scoredOn, patches: s.patches, cache, base: p.scoredBase }, { metric: rewardMetric(cfg, p.env), concurrency: cfg.pipeline ? (cfg.pipeline.reruns ?? cfg.grpo.k) : 1, rollout: forIteration(p.target, p.it) });
         return { results: rewards.results, msValidation: performance.now() - tV };
       });
     let lastVersion = startIt;
@@ -607,5 +615,6 @@ export function workersGone(e: unknown, out: string, stateFile: string): Hr1Erro
     const st = JSON.parse(readFileSync(stateFile, 'utf8')) as ResumeState;
     where = `its last checkpoint, after GRPO iteration ${st.iteration}, is kept (${st.checkpoint}): once nodes are back, run the same command with --resume (run folder ${out})`;
   }
-  return new Hr1Error('TRAIN_NO_WORKERS', `training stopped: ${(e as Error).message.replace(/\.$/, '')}. Nothing was scored from the lost work; ${where}`, { cause: e });
+  const what = e instanceof NoWorkersError ? e.summary : (e as Error).message.replace(/\.$/, '');
+  return new Hr1Error('TRAIN_NO_WORKERS', `training stopped: ${what}. Nothing was scored from the lost work; ${where}`, { cause: e });
 }

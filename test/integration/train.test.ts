@@ -87,6 +87,7 @@ test('train - pipelined with staleness 0 makes exactly the synchronous updates: 
     t.is(readFileSync(join(dir, 'piped', 'candidates.jsonl'), 'utf8'), readFileSync(join(dir, 'sync', 'candidates.jsonl'), 'utf8'));
     const sha = (f: string) => createHash('sha256').update(readFileSync(f)).digest('hex');
     t.is(sha(piped.onnx), sha(sync.onnx), 'the same engineer, byte for byte');
+    for (const ck of ['it-2.pt', 'it-3.pt']) t.is(sha(join(dir, 'piped', 'checkpoints', ck)), sha(join(dir, 'sync', 'checkpoints', ck)), `the same checkpoint ${ck}`);
     t.is(piped.pipeline.wallMs > 0 && sync.pipeline.wallMs > 0, true);
     const pj = JSON.parse(readFileSync(join(dir, 'piped', 'pipeline.json'), 'utf8'));
     t.is(pj.mode, 'pipelined');

@@ -21,3 +21,27 @@ test('stragglers - the history keeps the last 256 answer times', (t) => {
   for (let i = 0; i < 300; i++) times.add(i < 100 ? 1 : 50);
   t.is(times.median(), 50);
 });
+
+test('chunk gate - at most `slots` in flight; a freed slot goes to the lowest priority, then the first to ask', async (t) => {
+  const { ChunkGate } = await import('../../../drivers/index.ts');
+  const g = new ChunkGate(2);
+  const order: string[] = [];
+  const take = (name: string, p: number) => g.acquire(p).then((release) => (order.push(name), release));
+  const a = await take('a', 5);
+  const b = await take('b', 5);
+  const waits = [take('c3', 3), take('d1', 1), take('e3', 3)];
+  await new Promise((r) => setImmediate(r));
+  t.deepEqual(order, ['a', 'b'], 'two slots: the third waits');
+  t.is(g.queued, 3);
+  a();
+  a(); // a second release of the same slot frees nothing more
+  await new Promise((r) => setImmediate(r));
+  t.deepEqual(order, ['a', 'b', 'd1']);
+  b();
+  await new Promise((r) => setImmediate(r));
+  t.deepEqual(order, ['a', 'b', 'd1', 'c3']);
+  (await waits[1]!)();
+  await new Promise((r) => setImmediate(r));
+  t.deepEqual(order, ['a', 'b', 'd1', 'c3', 'e3']);
+  t.throws(() => new ChunkGate(0), { message: /at least one slot/ });
+});
