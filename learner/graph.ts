@@ -198,6 +198,22 @@ export class KvSlab {
 
 }
 
+/**
+ * ONNX Runtime's threads. Its intra-op pool spins while it waits for work by default, which takes
+ * CPU from whatever shares the cores: a learner's update beside the reruns of a pipelined run,
+ * other node processes on the same machine. Measured with `hr1 bench train` on 2 cores (docs/LEARNER.md):
+ * without spinning the synchronous loop was as fast (13.7 s per iteration against 14.2–14.8 s) and
+ * three node processes faster (11.5 s against 14.8 s), the pipelined one 12.3 s against 14.2 s. So
+ * hr1 turns spinning off; `HR1_ORT_SPINNING=1` turns it back on, `HR1_ORT_THREADS=N` sets the pool's size.
+ */
+export function ortThreadOptions(env: NodeJS.ProcessEnv = process.env): { intraOpNumThreads?: number; extra?: Record<string, unknown> } {
+  const out: { intraOpNumThreads?: number; extra?: Record<string, unknown> } = {};
+  const n = Number(env.HR1_ORT_THREADS);
+  if (env.HR1_ORT_THREADS !== undefined && Number.isInteger(n) && n >= 1) out.intraOpNumThreads = n;
+  if (env.HR1_ORT_SPINNING !== '1') out.extra = { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } };
+  return out;
+}
+
 /** A loaded graph: decode (with a cache) or full (logits everywhere). */
 export class Graph {
   private constructor(
@@ -214,7 +230,7 @@ export class Graph {
     let session: ort.InferenceSession;
     try {
       // intraOpNumThreads is left out on purpose: setting it to undefined throws in onnxruntime-node
-      session = await ort.InferenceSession.create(bytes, { graphOptimizationLevel: 'all' });
+      session = await ort.InferenceSession.create(bytes, { graphOptimizationLevel: 'all', ...ortThreadOptions() });
     } catch (e) {
       throw new SamplerError('SAMPLER_MODEL', `cannot load ${what} as ONNX (${bytes.byteLength} bytes): ${(e as Error).message}; export it with the learner's export op`, { cause: e });
     }

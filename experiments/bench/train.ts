@@ -27,6 +27,8 @@ export interface BenchTrainOptions {
   clusters: ('embedded' | 'nodes')[];
   maxStaleness: number;
   nodes: number;
+  /** runs of each mode per cluster (the figures are medians). @default 1 */
+  repeats: number;
   json: boolean;
   log?: (l: string) => void;
 }
@@ -34,6 +36,7 @@ export interface BenchTrainOptions {
 interface RunFigures {
   cluster: string;
   mode: 'synchronous' | 'pipelined';
+  rep: number;
   iterations: number;
   s_per_iter: number;
   idle: Record<string, number>;
@@ -82,20 +85,22 @@ export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigur
       const rt = where === 'embedded' ? await init({}) : await init({ localNode: false });
       const kids = where === 'nodes' ? await startNodes(rt, o.nodes, log) : [];
       try {
-        for (const mode of ['synchronous', 'pipelined'] as const) {
+        // repeats alternate the order (sync first, then pipelined first, …), so a drift in the machine's speed hits both
+        const order = Array.from({ length: o.repeats }, (_, rep) => (rep % 2 === 0 ? (['synchronous', 'pipelined'] as const) : (['pipelined', 'synchronous'] as const)).map((mode) => ({ mode, rep }))).flat();
+        for (const { mode, rep } of order) {
           const cfg: TrainConfig = {
             ...o.config,
-            out: join(dir, `${where}-${mode}`),
+            out: join(dir, `${where}-${mode}-${rep}`),
             workers: { ...o.config.workers, replicas: where === 'nodes' ? o.nodes : o.config.workers.replicas },
             ...(mode === 'pipelined' ? { pipeline: { maxStaleness: o.maxStaleness } } : { pipeline: undefined }),
           };
-          log(`bench train: ${where === 'nodes' ? `${o.nodes} hr1 node processes` : 'embedded cluster'}, ${mode}${mode === 'pipelined' ? ` (max staleness ${o.maxStaleness})` : ''}: ${cfg.grpo.iterations} GRPO iterations of K ${cfg.grpo.k} on ${cfg.target}`);
+          log(`bench train: ${where === 'nodes' ? `${o.nodes} hr1 node processes` : 'embedded cluster'}, ${mode}${mode === 'pipelined' ? ` (max staleness ${o.maxStaleness})` : ''}${o.repeats > 1 ? `, repeat ${rep + 1}/${o.repeats}` : ''}: ${cfg.grpo.iterations} GRPO iterations of K ${cfg.grpo.k} on ${cfg.target}`);
           const r: TrainResult = await trainEngineer(rt.cluster, cfg, (l) => {
-            if (/^\s+grpo/.test(l)) log(`  ${l.trim()}`);
+            if (/^\s+grpo|straggler|lost/.test(l)) log(`  ${l.trim()}`);
           });
           const g = r.iterations.filter((x) => x.phase === 'grpo');
           const avg = (k: 'rollout' | 'sampling' | 'validation' | 'update') => g.reduce((a, x) => a + (x.ms[k] ?? 0), 0) / Math.max(1, g.length);
-          runs.push({ cluster: where, mode, iterations: g.length, s_per_iter: r.pipeline.wallMs / 1000 / Math.max(1, g.length), idle: r.pipeline.idleShare, curve: g.map((x) => x.meanDelta ?? 0), stageMs: { rollout: avg('rollout'), sampling: avg('sampling'), validation: avg('validation'), update: avg('update') } });
+          runs.push({ cluster: where, mode, rep, iterations: g.length, s_per_iter: r.pipeline.wallMs / 1000 / Math.max(1, g.length), idle: r.pipeline.idleShare, curve: g.map((x) => x.meanDelta ?? 0), stageMs: { rollout: avg('rollout'), sampling: avg('sampling'), validation: avg('validation'), update: avg('update') } });
         }
       } finally {
         for (const k of kids) k.kill('SIGTERM');
@@ -106,12 +111,17 @@ export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigur
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const pick = (c: string, m: string) => runs.find((r) => r.cluster === c && r.mode === m);
+  const all = (c: string, m: string) => runs.filter((r) => r.cluster === c && r.mode === m);
+  // a mode's figures: its median run by s / iteration (the curves are the same in every repeat: the runs are deterministic)
+  const pick = (c: string, m: string) => {
+    const xs = [...all(c, m)].sort((a, b) => a.s_per_iter - b.s_per_iter);
+    return xs[Math.floor((xs.length - 1) / 2)];
+  };
   const per = Object.fromEntries(
     o.clusters.map((c) => {
       const s = pick(c, 'synchronous')!;
       const p = pick(c, 'pipelined')!;
-      return [c, { sync_s_per_iter: round(s.s_per_iter), pipelined_s_per_iter: round(p.s_per_iter), speedup: round(s.s_per_iter / p.s_per_iter), idle_sync: roundAll(s.idle), idle_pipelined: roundAll(p.idle), curve_sync: s.curve.map(round), curve_pipelined: p.curve.map(round) }];
+      return [c, { sync_s_per_iter: round(s.s_per_iter), pipelined_s_per_iter: round(p.s_per_iter), sync_runs: all(c, 'synchronous').map((r) => round(r.s_per_iter)), pipelined_runs: all(c, 'pipelined').map((r) => round(r.s_per_iter)), curves_repeat: [...all(c, 'synchronous'), ...all(c, 'pipelined')].every((r) => JSON.stringify(r.curve) === JSON.stringify((r.mode === 'synchronous' ? s : p).curve)), speedup: round(s.s_per_iter / p.s_per_iter), idle_sync: roundAll(s.idle), idle_pipelined: roundAll(p.idle), curve_sync: s.curve.map(round), curve_pipelined: p.curve.map(round) }];
     }),
   );
   const first = per[o.clusters[0]!] as { sync_s_per_iter: number; pipelined_s_per_iter: number; speedup: number };
@@ -122,6 +132,7 @@ export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigur
   const projection = project(measured, { staleness: o.maxStaleness, gpuFactor: GPU_FACTOR });
   const here = project(measured, { staleness: o.maxStaleness, gpuFactor: GPU_FACTOR, workers: [measured.cores] }).find((x) => x.learner === 'cpu')!;
   const summary = {
+    repeats: o.repeats,
     target: o.config.target,
     env: o.config.env,
     iterations: o.config.grpo.iterations,
@@ -140,12 +151,12 @@ export async function benchTrain(o: BenchTrainOptions): Promise<{ runs: RunFigur
     console.log(
       table(
         ['cluster', 'mode', 's / iteration', ...stages.map((s) => `${s} idle`), 'mean Δ per iteration'],
-        runs.map((r) => [r.cluster === 'nodes' ? `${o.nodes} hr1 nodes` : 'embedded', r.mode === 'pipelined' ? `pipelined (staleness ≤ ${o.maxStaleness})` : r.mode, r.s_per_iter.toFixed(1), ...stages.map((s) => `${((r.idle[s] ?? 0) * 100).toFixed(0)}%`), r.curve.map((d) => d.toFixed(2)).join(' ')]),
+        runs.map((r) => [r.cluster === 'nodes' ? `${o.nodes} hr1 nodes` : 'embedded', `${r.mode === 'pipelined' ? `pipelined (staleness ≤ ${o.maxStaleness})` : r.mode}${o.repeats > 1 ? ` #${r.rep + 1}` : ''}`, r.s_per_iter.toFixed(1), ...stages.map((s) => `${((r.idle[s] ?? 0) * 100).toFixed(0)}%`), r.curve.map((d) => d.toFixed(2)).join(' ')]),
       ),
     );
     for (const c of o.clusters) {
       const x = per[c] as { speedup: number };
-      console.log(`speedup, pipelined over synchronous (${c === 'nodes' ? `${o.nodes} hr1 nodes` : 'embedded'}): ${x.speedup.toFixed(2)}×`);
+      console.log(`speedup, pipelined over synchronous (${c === 'nodes' ? `${o.nodes} hr1 nodes` : 'embedded'}${o.repeats > 1 ? `, medians of ${o.repeats} runs each` : ''}): ${x.speedup.toFixed(2)}×`);
     }
     console.log(`\nprojection (discrete-event simulation, experiments/bench/pipeline-sim.ts) from the ${o.clusters[0]} synchronous stage times: one episode ${((measured.validationMs * measured.cores) / measured.rerunEpisodes).toFixed(0)} ms of one worker, sampling ${(measured.samplingMs / 1000).toFixed(2)} s, update ${(measured.updateMs / 1000).toFixed(2)} s per iteration; GPU learner and sampler ${GPU_FACTOR}× faster (assumed)`);
     console.log(`  simulated on ${measured.cores} workers (this machine): synchronous ${here.sync_s_per_iter.toFixed(1)} s, pipelined ${here.pipelined_s_per_iter.toFixed(1)} s per iteration, ${here.speedup.toFixed(2)}× (measured: ${first.sync_s_per_iter.toFixed(1)} s, ${first.pipelined_s_per_iter.toFixed(1)} s, ${first.speedup.toFixed(2)}×)`);

@@ -218,6 +218,7 @@ bench
   .option('--max-staleness <n>', 'the pipelined runs\' staleness bound', parseIntOpt('--max-staleness', { min: 0, max: 8 }), 1)
   .option('--clusters <list>', 'embedded, nodes (three hr1 node processes), or both', 'embedded,nodes')
   .option('--nodes <n>', 'hr1 node processes of the nodes cluster (its target replicas)', parsePositiveInt('--nodes'), 3)
+  .option('--repeats <n>', 'runs of each mode per cluster, in alternating order; the figures are medians (this machine\'s speed drifts by ±20 % between runs)', parsePositiveInt('--repeats'), 1)
   .option('--json', 'print one JSON object: sync_s_per_iter, pipelined_s_per_iter, speedup, max_staleness, clusters')
   .action(async (o) => {
     const { benchTrainCommand } = await import('../commands/bench.ts');

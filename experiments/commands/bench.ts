@@ -119,6 +119,7 @@ export interface BenchTrainCliOptions {
   maxStaleness: number;
   clusters: string;
   nodes: number;
+  repeats: number;
   json?: boolean;
 }
 
@@ -134,5 +135,5 @@ export async function benchTrainCommand(o: BenchTrainCliOptions): Promise<void> 
   const { ensureLmTargets } = await import('../exp/common.ts');
   await ensureLmTargets([...new Set(trainPairs(cfg).map((p) => p.target))], (l) => process.stderr.write(`${l}\n`));
   const { benchTrain } = await import('../bench/train.ts');
-  await benchTrain({ config: cfg, clusters: clusters as ('embedded' | 'nodes')[], maxStaleness: o.maxStaleness, nodes: o.nodes, json: !!o.json });
+  await benchTrain({ config: cfg, clusters: clusters as ('embedded' | 'nodes')[], maxStaleness: o.maxStaleness, nodes: o.nodes, repeats: o.repeats, json: !!o.json });
 }

@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
 import { ValidatorError, ValidatorModelMissingError } from './errors.ts';
 import { FEATURE_DIM } from './features.ts';
+import { ortThreadOptions } from '../../learner/graph.ts';
 
 export class ValueModel {
   private constructor(
@@ -16,7 +17,7 @@ export class ValueModel {
   static async fromBytes(bytes: Uint8Array, source = 'bytes'): Promise<ValueModel> {
     try {
       // intraOpNumThreads left out: undefined throws in onnxruntime-node
-      const session = await ort.InferenceSession.create(bytes, { graphOptimizationLevel: 'all' });
+      const session = await ort.InferenceSession.create(bytes, { graphOptimizationLevel: 'all', ...ortThreadOptions() });
       if (!session.inputNames.includes('features') || !session.outputNames.includes('score')) throw new Error(`inputs ${session.inputNames.join(',')} / outputs ${session.outputNames.join(',')}; expected features → score`);
       return new ValueModel(session, source);
     } catch (e) {
