@@ -338,7 +338,8 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
   const nodes = new Set<string>();
   let resent = 0;
   let rerun = 0;
-  const hedgeStats = { sent: 0, won: 0 };
+  // sends stragglers to another replica, and counts them (2+ replicas)
+  let hedge: Hedger | undefined;
   if (todo.length > 0) {
     const replicas = opts.replicas ?? 1;
     const envActor = (opts.envActors ?? 0) > 0 && envDescriptor(spec.env).pooled ? (await envGroup(cluster, spec.env, opts.envActors!, opts.envActorThreads ?? 2)).ref : undefined;
@@ -360,7 +361,7 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
     const window = Math.max(1, replicas * (opts.window ?? (lm ? LM_WINDOW : 2)));
     const retries = opts.retries ?? 5;
     const infraRetries = opts.infraRetries ?? DEFAULT_INFRA_RETRIES;
-    const hedge = replicas > 1 && opts.stragglers !== false ? new Hedger(replicas, opts.stragglers ?? {}, (l) => opts.log?.(l)) : undefined;
+    hedge = replicas > 1 && opts.stragglers !== false ? new Hedger(replicas, opts.stragglers ?? {}, (l) => opts.log?.(l)) : undefined;
     for (let round = 0; ; round++) {
       const chunks: { e: EpisodeRef; i: number }[][] = [];
       for (let k = 0; k < todo.length; k += size) chunks.push(todo.slice(k, k + size));
@@ -434,10 +435,6 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
           }
         }),
       );
-      if (hedge) {
-        hedgeStats.sent = hedge.sent;
-        hedgeStats.won = hedge.won;
-      }
       if (failed.length === 0) break;
       const kinds = infraKinds(failed.map((f) => f.rec));
       if (round >= infraRetries) throw new RolloutInfraError(kinds, failed.length, total, round + 1);
@@ -450,7 +447,7 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
   }
   return {
     records: records as EpisodeRecord[],
-    stats: { episodes: total, cached, ran: total - cached, resent, rerun, stragglers: hedgeStats.sent, stragglersWon: hedgeStats.won, ms: performance.now() - t0, nodes: [...nodes].sort() },
+    stats: { episodes: total, cached, ran: total - cached, resent, rerun, stragglers: hedge?.sent ?? 0, stragglersWon: hedge?.won ?? 0, ms: performance.now() - t0, nodes: [...nodes].sort() },
   };
 }
 

@@ -201,9 +201,8 @@ export class KvSlab {
 /**
  * ONNX Runtime's threads. Its intra-op pool spins while it waits for work by default, which takes
  * CPU from whatever shares the cores: a learner's update beside the reruns of a pipelined run,
- * other node processes on the same machine. Measured with `hr1 bench train` on 2 cores (docs/LEARNER.md):
- * without spinning the synchronous loop was as fast (13.7 s per iteration against 14.2–14.8 s) and
- * three node processes faster (11.5 s against 14.8 s), the pipelined one 12.3 s against 14.2 s. So
+ * other node processes on the same machine. Seen in one `hr1 bench train` run on 2 cores: the
+ * learner's update took 7–26 s beside spinning reruns instead of 2–3 s (docs/LEARNER.md). So
  * hr1 turns spinning off; `HR1_ORT_SPINNING=1` turns it back on, `HR1_ORT_THREADS=N` sets the pool's size.
  */
 export function ortThreadOptions(env: NodeJS.ProcessEnv = process.env): { intraOpNumThreads?: number; extra?: Record<string, unknown> } {
