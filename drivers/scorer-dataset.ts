@@ -15,6 +15,8 @@ import { ENGINEER_VOCAB, EOS_ID, PatchGrammar, extractPacket, packetHash, teache
 import { baseRecords, rewardGroup } from './reward.ts';
 import { makeBatches } from './sft-dataset.ts';
 import { envDescriptor } from '../envs/registry.ts';
+import { parseTargetSpec } from '../policies/targets/spec.ts';
+import { resolveConfig } from '../policies/targets/lm/zoo.ts';
 import { candidateFeatures, FEATURE_VERSION } from '../policies/scorer/features.ts';
 import { ValidatorError } from '../policies/scorer/errors.ts';
 
@@ -53,7 +55,7 @@ export interface OutcomeOptions {
   cache: EpisodeCache | null;
   /** @default ['sim/llama-3b', 'sim/qwen-3b', 'sim/gemma-8b'] */
   targets?: string[];
-  /** @default ['alfworld', 'dbbench'] */
+  /** @default ['alfworld', 'dbbench']; a learned `lm/` target plays only the envs it was trained on (its other pairs are skipped) */
   envs?: string[];
   /** batches per (target, env) from the training split. @default 6 */
   trainBatches?: number;
@@ -91,7 +93,18 @@ function resolve(o: OutcomeOptions) {
   }
   if (!Number.isInteger(r.size) || r.size < 1) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes.size must be a positive integer, got ${String(r.size)}`, { field: 'size' });
   if (r.targets.length === 0 || r.envs.length === 0) throw new ValidatorError('VALIDATOR_BAD_OPTION', 'outcomes.targets and outcomes.envs must each name at least one', { field: r.targets.length ? 'envs' : 'targets' });
+  if (!r.envs.some((e) => r.targets.some((t) => plays(t, e)))) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes: no target plays any of ${r.envs.join(', ')} (a learned target plays only its own env: ${r.targets.map((t) => `${t} ${playableEnvs(t)?.join('/') ?? 'any'}`).join(', ')})`, { field: 'envs' });
   return r;
+}
+
+/** The envs a target can play: a learned `lm/` target only those it was trained on; null for any. */
+function playableEnvs(target: string): readonly string[] | null {
+  const t = parseTargetSpec(target);
+  return t.kind === 'lm' ? resolveConfig(t.name).envs : null;
+}
+
+function plays(target: string, env: string): boolean {
+  return playableEnvs(target)?.includes(env) ?? true;
 }
 
 /** The hash of the resolved options: the dataset's cache key. */
@@ -191,7 +204,8 @@ export async function generateOutcomes(o: OutcomeOptions): Promise<{ rows: Outco
     ['train', r.trainBatches, r.seed],
     ['heldout', r.heldoutBatches, r.seed + 1000],
   ];
-  const total = r.targets.length * r.envs.length * (r.trainBatches + r.heldoutBatches);
+  const pairsIn = (env: string) => r.targets.filter((t) => plays(t, env));
+  const total = r.envs.reduce((n, e) => n + pairsIn(e).length, 0) * (r.trainBatches + r.heldoutBatches);
   let done = 0;
   for (const [part, count, bseed] of parts) {
     if (count === 0) continue;
@@ -199,7 +213,7 @@ export async function generateOutcomes(o: OutcomeOptions): Promise<{ rows: Outco
       const s = envDescriptor(env).splits;
       const split = part === 'train' ? s.train : s.heldout;
       const batches = makeBatches(env, { count, size: r.size, seed: bseed, split });
-      for (const target of r.targets) {
+      for (const target of pairsIn(env)) {
         for (let b = 0; b < batches.length; b++) {
           const episodes = batches[b]!;
           const spec = { env, target, episodes, cache: o.cache };

@@ -64,10 +64,13 @@ export interface HeldoutMetrics {
   /** share of non-regressive (Δ ≥ 0) candidates */
   baseRate: number;
   validationAuc: number;
+  /** 95% percentile bootstrap interval of validationAuc over held-out batches (NaN when a resample has one class only every time) */
+  validationAucCI: [number, number];
   /** accuracy at P ≥ 0.5, and the majority-class accuracy it must beat */
   validationAccuracy: number;
   majorityAccuracy: number;
   rewardAuc: number;
+  rewardAucCI: [number, number];
   rewardMse: number;
   /** MSE of predicting the train mean Δ for every candidate */
   constantMse: number;
@@ -134,15 +137,33 @@ export async function validatorReport(o: ReportOptions): Promise<ValidatorReport
     g.push({ delta: r.delta, s: scores[i]! });
     groups.set(groupKey(r), g);
   });
+  // AUC intervals: resample held-out batches (a batch's candidates share a packet), pool, score
+  const byBatch = new Map<string, number[]>();
+  held.forEach((r, i) => byBatch.set(groupKey(r), [...(byBatch.get(groupKey(r)) ?? []), i]));
+  const aucCI = (score: (i: number) => number, tag: string): [number, number] => {
+    const bs = [...byBatch.keys()].sort();
+    const rng = new Rng(`report|${seed}|auc|${tag}`);
+    const vals: number[] = [];
+    for (let j = 0; j < (o.resamples ?? 1000); j++) {
+      const idx = bs.flatMap(() => byBatch.get(bs[rng.int(bs.length)]!)!);
+      const ls = idx.map((i) => labels[i]!);
+      if (ls.every((l) => l) || ls.every((l) => !l)) continue;
+      vals.push(auc(idx.map(score), ls));
+    }
+    vals.sort((a, b) => a - b);
+    return vals.length ? [vals[Math.floor(0.025 * (vals.length - 1))]!, vals[Math.ceil(0.975 * (vals.length - 1))]!] : [Number.NaN, Number.NaN];
+  };
   const within = [...groups.values()].map((g) => spearman(g.map((c) => c.s.delta), g.map((c) => c.delta))).filter((x) => !Number.isNaN(x));
   const heldout: HeldoutMetrics = {
     rows: held.length,
     batches: groups.size,
     baseRate,
     validationAuc: auc(scores.map((s) => s.nonRegressive), labels),
+    validationAucCI: aucCI((i) => scores[i]!.nonRegressive, 'validation'),
     validationAccuracy: mean(scores.map((s, i) => ((s.nonRegressive >= 0.5) === labels[i] ? 1 : 0))),
     majorityAccuracy: Math.max(baseRate, 1 - baseRate),
     rewardAuc: auc(scores.map((s) => s.delta), labels),
+    rewardAucCI: aucCI((i) => scores[i]!.delta, 'reward'),
     rewardMse: mean(held.map((r, i) => (scores[i]!.delta - r.delta) ** 2)),
     constantMse: mean(held.map((r) => (trainMean - r.delta) ** 2)),
     rewardSpearman: spearman(scores.map((s) => s.delta), held.map((r) => r.delta)),
@@ -229,8 +250,8 @@ export function formatTable(rows: readonly StrategyRow[], h: HeldoutMetrics, bat
     ...rows.map((r) => `| ${r.name} | ${r.generated} | ${r.reruns} | ${r.saved} | ${f3(r.bestDelta)} ${ci(r.bestCI)} | ${f3(r.bestLost)} ${ci(r.bestLostCI)} | ${f3(r.meanDelta)} ${ci(r.meanCI)} | ${(100 * r.regressed).toFixed(1)}% |`),
     '',
     `held-out: ${h.rows} candidates in ${h.batches} batches (${batches} with a full 2K pool); non-regressive base rate ${(100 * h.baseRate).toFixed(1)}%`,
-    `validation model: AUC ${h.validationAuc.toFixed(3)}, accuracy ${(100 * h.validationAccuracy).toFixed(1)}% (majority ${(100 * h.majorityAccuracy).toFixed(1)}%)`,
-    `reward model: MSE ${h.rewardMse.toFixed(4)} (constant ${h.constantMse.toFixed(4)}), Spearman ${h.rewardSpearman.toFixed(3)}, within-batch Spearman ${h.withinBatchSpearman.toFixed(3)}, AUC of Δ̂ for Δ≥0 ${h.rewardAuc.toFixed(3)}`,
+    `validation model: AUC ${h.validationAuc.toFixed(3)} [${h.validationAucCI.map((x) => x.toFixed(3)).join(', ')}] (chance 0.5), accuracy ${(100 * h.validationAccuracy).toFixed(1)}% (majority ${(100 * h.majorityAccuracy).toFixed(1)}%)`,
+    `reward model: MSE ${h.rewardMse.toFixed(4)} (constant ${h.constantMse.toFixed(4)}), Spearman ${h.rewardSpearman.toFixed(3)}, within-batch Spearman ${h.withinBatchSpearman.toFixed(3)}, AUC of Δ̂ for Δ≥0 ${h.rewardAuc.toFixed(3)} [${h.rewardAucCI.map((x) => x.toFixed(3)).join(', ')}]`,
   ];
   return lines.join('\n');
 }

@@ -261,7 +261,13 @@ addClusterOptions(
     .description('validation and reward models on logged candidate outcomes: reruns saved vs Δ lost against plain K sampling')
     .option('--k <n>', 'candidates rerun by plain sampling', parsePositiveInt('--k'), 4)
     .option('--seed <n>', 'seed', parseIntOpt('--seed', { min: 0 }), 0)
-    .option('--out <dir>', 'models and dataset', '.hr1/validator'),
+    .option('--out <dir>', 'models and dataset', '.hr1/validator')
+    .option('--targets <list>', 'targets, comma-separated (default: sim/llama-3b,sim/qwen-3b,sim/gemma-8b); an lm/ target plays only its own env', (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean))
+    .option('--envs <list>', 'envs, comma-separated (default: alfworld,dbbench)', (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean))
+    .option('--train-batches <n>', 'batches per (target, env) from the training split (default 6)', parseIntOpt('--train-batches', { min: 1 }))
+    .option('--heldout-batches <n>', 'batches per (target, env) from the held-out split (default 4)', parseIntOpt('--heldout-batches', { min: 1 }))
+    .option('--size <n>', 'episodes per batch (default 10)', parsePositiveInt('--size'))
+    .option('--json', 'print the report as JSON (strategies, held-out metrics with AUC intervals, dataset)'),
   { defaultInProcess: true },
 ).action(async (o) => {
   const { benchValidatorCommand } = await import('../commands/bench.ts');
@@ -468,9 +474,12 @@ expCommon(expCmd.command('ablate').description('a method\'s patches with each ho
     await runExpCommand('ablate', o);
   });
 expCommon(expCmd.command('coevolve').description('patches from the vanilla target\'s packets vs the fine-tuned target\'s, both on the fine-tuned target'))
-  .option('--target <spec>', 'the vanilla target')
-  .option('--tuned <spec>', 'the fine-tuned target (default: lm/<name>-ft for a zoo model; the next larger sim profile of the family for a sim target)')
+  .option('--target <spec>', 'the vanilla target, or one per env: alfworld=lm/…,webshop=lm/…')
+  .option('--tuned <spec>', 'the fine-tuned target, or one per env (default: the zoo\'s variant trained further from an lm/ target, -ft or -da; the next larger sim profile of the family for a sim target)')
   .option('--method <name>', 'the method')
+  .option('--engineer-targets <spec>', 'without --engineer: train (or find trained earlier) the engineers on these targets, one per env (alfworld=lm/…,webshop=lm/…), as exp main does')
+  .option('--engineer-config <file>', 'the hr1 train config of those engineers (default experiments/configs/train.default.yaml)')
+  .option('--no-train-engineer', 'do not train the engineers when --engineer is not given')
   .action(async (o) => {
     const { runExpCommand } = await import('../commands/exp.ts');
     await runExpCommand('coevolve', o);

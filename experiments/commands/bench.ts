@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { withCluster, type ClusterCliOptions } from './runtime.ts';
 import { table } from './table.ts';
+import { CommandError } from './errors.ts';
 
 export interface BenchLearningOptions extends Partial<ClusterCliOptions> {
   /** train config (YAML) */
@@ -30,20 +31,38 @@ export interface BenchValidatorOptions extends Partial<ClusterCliOptions> {
   seed: number;
   /** models and dataset */
   out: string;
+  targets?: string[];
+  envs?: string[];
+  trainBatches?: number;
+  heldoutBatches?: number;
+  size?: number;
+  json?: boolean;
 }
 
 /** `hr1 bench validator`: reruns saved vs Δ lost against plain K sampling. In-process without --address. */
 export async function benchValidatorCommand(o: BenchValidatorOptions): Promise<void> {
   const { EpisodeCache, validatorReport } = await import('../../drivers/index.ts');
+  const { checkTarget } = await import('./targets.ts');
+  const { isEnvName, envNames } = await import('../../envs/registry.ts');
+  for (const t of o.targets ?? []) checkTarget(t);
+  for (const e of o.envs ?? []) if (!isEnvName(e)) throw new CommandError('BAD_OPTION', `--envs: unknown env "${e}"; choose from ${envNames().join(', ')}`);
   mkdirSync(o.out, { recursive: true });
+  const outcomes = {
+    ...(o.targets ? { targets: o.targets } : {}),
+    ...(o.envs ? { envs: o.envs } : {}),
+    ...(o.trainBatches ? { trainBatches: o.trainBatches } : {}),
+    ...(o.heldoutBatches ? { heldoutBatches: o.heldoutBatches } : {}),
+    ...(o.size ? { size: o.size } : {}),
+    seed: o.seed,
+  };
   await withCluster(
     o,
     async (rt) => {
       const cache = new EpisodeCache(join(o.out, 'episodes.sqlite'));
       try {
-        const r = await validatorReport({ cluster: rt.cluster, cache, k: o.k, seed: o.seed, outDir: o.out, onProgress: (p: unknown) => process.stderr.write(`\r${JSON.stringify(p).slice(0, 120)}   `) });
-        process.stderr.write('\n');
-        console.log(r.table);
+        const r = await validatorReport({ cluster: rt.cluster, cache, k: o.k, seed: o.seed, outDir: o.out, outcomes, onProgress: o.json ? undefined : (p: { done: number; total: number; target: string; env: string; part: string }) => process.stderr.write(`\r${p.part} ${p.done}/${p.total} ${p.target} ${p.env}   `) });
+        if (!o.json) process.stderr.write('\n');
+        console.log(o.json ? JSON.stringify({ k: r.k, strategies: r.strategies, heldout: r.heldout, dataset: r.dataset, models: r.models }, null, 2) : r.table);
       } finally {
         cache.close();
       }

@@ -74,10 +74,10 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
     await withEngineers(resolved, resolved.target, (engineer, io) => exp.runExpMain({ ...opts, engineer }, io));
     return;
   }
-  if (name === 'sweep' || name === 'ablate' || name === 'crosstask') {
-    const resolved = name === 'sweep' ? exp.resolveExpSweep(opts) : name === 'ablate' ? exp.resolveExpAblate(opts) : exp.resolveExpCrosstask(opts);
+  if (name === 'sweep' || name === 'ablate' || name === 'crosstask' || name === 'coevolve') {
+    const resolved = name === 'sweep' ? exp.resolveExpSweep(opts) : name === 'ablate' ? exp.resolveExpAblate(opts) : name === 'coevolve' ? exp.resolveExpCoevolve(opts) : exp.resolveExpCrosstask(opts);
     const run = (o: Record<string, unknown>, io?: { cluster: Cluster; note: string }) =>
-      name === 'sweep' ? exp.runExpSweep(o, io) : name === 'ablate' ? exp.runExpAblate(o, io) : exp.runExpCrosstask(o, io);
+      name === 'sweep' ? exp.runExpSweep(o, io) : name === 'ablate' ? exp.runExpAblate(o, io) : name === 'coevolve' ? exp.runExpCoevolve(o, io) : exp.runExpCrosstask(o, io);
     const wanted = 'methods' in resolved ? resolved.methods.some((m) => wantsEngineer(m, exp)) : wantsEngineer(resolved.method, exp);
     // engineers trained on engineerTargets (the main job's, from its cache), then applied unchanged
     if (!resolved.engineer && trainEngineers && wanted && resolved.engineerTargets) {
@@ -85,6 +85,5 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
       return;
     }
     await run(opts);
-  } else if (name === 'coevolve') await exp.runExpCoevolve(opts);
-  else throw new CommandError('BAD_OPTION', `unknown experiment "${String(name)}"; choose one of ${EXP_NAMES.join(', ')}`);
+  } else throw new CommandError('BAD_OPTION', `unknown experiment "${String(name)}"; choose one of ${EXP_NAMES.join(', ')}`);
 }

@@ -15,7 +15,7 @@ import { barChart } from '../report/plots.ts';
 import { ExpError } from '../runner/errors.ts';
 import { envMetrics, primaryMetric, type EvalRow } from '../runner/evaluate.ts';
 import type { RunMeta } from '../runner/run-dir.ts';
-import { commonShape, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetSchema, type ExpIO, type ExpResult, type Report } from './common.ts';
+import { checkSplits, commonShape, engineerTrainShape, methodsMeta, reportHeader, requireAvailable, requireTargetEnvs, resolveExp, runExperiment, simulatedOf, splitsMeta, targetPerEnvSchema, targetsByEnv, type ExpIO, type ExpResult, type Report } from './common.ts';
 import { planMethodOnTarget } from './sweep.ts';
 
 export const DEFAULT_COEVOLVE_BASE = 'sim/qwen-3b';
@@ -24,9 +24,11 @@ export const DEFAULT_COEVOLVE_METHOD = 'prompted-editor';
 
 export const ExpCoevolveSchema = z.strictObject({
   ...commonShape,
-  target: targetSchema.default(DEFAULT_COEVOLVE_BASE),
-  /** the fine-tuned target. @default the next larger sim profile of the same family */
-  tuned: targetSchema.optional(),
+  ...engineerTrainShape,
+  /** the vanilla target, or one per env (`alfworld: lm/…`; `--target alfworld=lm/a,webshop=lm/b`) */
+  target: targetPerEnvSchema.default(DEFAULT_COEVOLVE_BASE),
+  /** the fine-tuned target (one spec or a map like `target`). @default tunedOf(target): the zoo's variant trained further from it, or the next larger sim profile of the same family */
+  tuned: targetPerEnvSchema.optional(),
   method: z.string().default(DEFAULT_COEVOLVE_METHOD),
 });
 export type ExpCoevolveInput = z.input<typeof ExpCoevolveSchema>;
@@ -64,26 +66,32 @@ export function tunedOf(target: string): string {
  */
 export async function runExpCoevolve(input: ExpCoevolveInput & { config?: string }, io: ExpIO = {}): Promise<ExpResult> {
   const o = resolveExpCoevolve(input);
-  requireTargetEnvs(o.target, o.envs, 'target');
-  const tuned = o.tuned ?? tunedOf(o.target);
-  requireTargetEnvs(tuned, o.envs, 'tuned');
+  const pairs = coevolvePairs(o.target, o.tuned, o.envs);
+  for (const env of o.envs) {
+    requireTargetEnvs(pairs[env]!.base, [env], typeof o.target === 'string' ? 'target' : `target.${env}`);
+    requireTargetEnvs(pairs[env]!.tuned, [env], o.tuned === undefined || typeof o.tuned === 'string' ? 'tuned' : `tuned.${env}`);
+  }
   const { methods, meta: mMeta } = methodsMeta([o.method], o, 'method');
   requireAvailable(mMeta[0]!, 'method');
   const m = methods[0]!;
-  const targets = [o.target, tuned];
+  const targets = [...new Set(o.envs.flatMap((e) => [pairs[e]!.base, pairs[e]!.tuned]))];
+  // the resolved fine-tuned targets are part of the run's config (one spec when every env shares it)
+  const tunedSpecs = [...new Set(o.envs.map((e) => pairs[e]!.tuned))];
+  const tuned = tunedSpecs.length === 1 ? tunedSpecs[0]! : Object.fromEntries(o.envs.map((e) => [e, pairs[e]!.tuned]));
   return runExperiment(
     'coevolve',
     { ...o, tuned } as typeof o,
-    { targets, simulated: simulatedOf(targets), methods: mMeta, splits: splitsMeta(o) },
+    { targets, simulated: simulatedOf(targets), methods: mMeta, splits: splitsMeta(o), disjoint: checkSplits(o, mMeta.some((x) => x.kind === 'engineer' && x.available === true)) },
     io,
     async (x) => {
       const plan: (() => Promise<unknown>)[] = [];
       for (const env of o.envs) {
+        const { base, tuned: ft } = pairs[env]!;
         // the vanilla target with its own patches (the frozen-target row)
-        planMethodOnTarget(x, o, 'coevolve', m, env, o.target, o.target, `from:${o.target}`, plan);
+        planMethodOnTarget(x, o, 'coevolve', m, env, base, base, `from:${base}`, plan);
         // the fine-tuned target: patches from the vanilla target's packets, then from its own
-        planMethodOnTarget(x, o, 'coevolve', m, env, tuned, o.target, `from:${o.target}`, plan);
-        planMethodOnTarget(x, o, 'coevolve', m, env, tuned, tuned, `from:${tuned}`, plan, false);
+        planMethodOnTarget(x, o, 'coevolve', m, env, ft, base, `from:${base}`, plan);
+        planMethodOnTarget(x, o, 'coevolve', m, env, ft, ft, `from:${ft}`, plan, false);
       }
       x.progress.total(plan.length);
       for (const u of plan) await u();
@@ -92,38 +100,59 @@ export async function runExpCoevolve(input: ExpCoevolveInput & { config?: string
   );
 }
 
+/** Per env: the vanilla target and its fine-tuned version (given, or `tunedOf` the env's target). */
+export function coevolvePairs(target: string | Record<string, string>, tuned: string | Record<string, string> | undefined, envs: readonly string[]): Record<string, { base: string; tuned: string }> {
+  const base = targetsByEnv(target, envs, 'target');
+  const ft = tuned === undefined ? null : targetsByEnv(tuned, envs, 'tuned');
+  return Object.fromEntries(envs.map((e) => [e, { base: base[e]!, tuned: ft ? ft[e]! : tunedOf(base[e]!) }]));
+}
+
 export function reportCoevolve(meta: RunMeta, rows: EvalRow[]): Report {
   const b = meta.config.bootstrap as { resamples: number; seed: number; level: number };
   const envs = Object.keys(meta.splits);
-  const [base, tuned] = meta.targets as [string, string];
+  const pairs = coevolvePairs(meta.config.target as string | Record<string, string>, meta.config.tuned as string | Record<string, string>, envs);
   const m = meta.methods[0]!;
   const boot = (s: string) => ({ resamples: b.resamples, level: b.level, seed: `${b.seed}|${s}` });
-  const arms = [
-    { label: `${base} vanilla`, target: base, method: 'vanilla', variant: '' },
-    { label: `${base} + patches from ${base}`, target: base, method: m.name, variant: `from:${base}` },
-    { label: `${tuned} vanilla`, target: tuned, method: 'vanilla', variant: '' },
-    { label: `${tuned} + patches from ${base} (not re-trained)`, target: tuned, method: m.name, variant: `from:${base}` },
-    { label: `${tuned} + patches from ${tuned} (re-trained)`, target: tuned, method: m.name, variant: `from:${tuned}` },
+  // one pair for every env: arms named by the targets; else by role, with the pairs listed
+  const shared = new Set(envs.map((e) => `${pairs[e]!.base} ${pairs[e]!.tuned}`)).size === 1;
+  const [base, tuned] = shared ? [pairs[envs[0]!]!.base, pairs[envs[0]!]!.tuned] : ['the vanilla target', 'the fine-tuned target'];
+  type Role = 'base' | 'tuned';
+  const arms: { label: string; role: Role; method: string; from: Role | null }[] = [
+    { label: `${base} vanilla`, role: 'base', method: 'vanilla', from: null },
+    { label: `${base} + patches from ${base}`, role: 'base', method: m.name, from: 'base' },
+    { label: `${tuned} vanilla`, role: 'tuned', method: 'vanilla', from: null },
+    { label: `${tuned} + patches from ${base} (not re-trained)`, role: 'tuned', method: m.name, from: 'base' },
+    { label: `${tuned} + patches from ${tuned} (re-trained)`, role: 'tuned', method: m.name, from: 'tuned' },
   ];
-  const mat = (a: (typeof arms)[number], env: string) => taskSeedMatrix(rows.filter((r) => r.env === env && r.target === a.target && r.method === a.method && (a.method === 'vanilla' || r.variant === a.variant)), primaryMetric(env));
-  const vanillaOf = (t: string) => arms.find((a) => a.target === t && a.method === 'vanilla')!;
+  const armRowsIn = (a: (typeof arms)[number], env: string) => {
+    const t = pairs[env]![a.role];
+    const variant = a.from ? `from:${pairs[env]![a.from]}` : '';
+    return rows.filter((r) => r.env === env && r.target === t && r.method === a.method && (a.method === 'vanilla' || r.variant === variant));
+  };
+  const mat = (a: (typeof arms)[number], env: string) => taskSeedMatrix(armRowsIn(a, env), primaryMetric(env));
+  const vanillaOf = (a: (typeof arms)[number]) => arms.find((x) => x.role === a.role && x.method === 'vanilla')!;
   const val: Interval[][] = [];
   const del: (Interval | null)[][] = [];
   const cols = [...envs, 'average'];
   arms.forEach((a, ai) => {
     const ms = envs.map((e) => mat(a, e));
-    const vs = envs.map((e) => mat(vanillaOf(a.target), e));
+    const vs = envs.map((e) => mat(vanillaOf(a), e));
     const ok = ms.every((x) => x) && vs.every((x) => x);
     val.push([...ms.map((x, i) => (x ? bootstrapStrata([x], boot(`${ai}|${envs[i]}`)) : { mean: NaN, lo: NaN, hi: NaN, n: 0 })), ok ? bootstrapStrata(ms as number[][][], boot(`${ai}|avg`)) : { mean: NaN, lo: NaN, hi: NaN, n: 0 }]);
     del.push(a.method === 'vanilla' ? cols.map(() => null) : [...ms.map((x, i) => (x && vs[i] ? pairedDelta([x], [vs[i]!], boot(`d${ai}|${envs[i]}`)) : null)), ok ? pairedDelta(ms as number[][][], vs as number[][][], boot(`d${ai}|avg`)) : null]);
   });
+  const armRows = (a: (typeof arms)[number]) => envs.flatMap((e) => armRowsIn(a, e));
+  const lmTuned = envs.every((e) => parseTargetSpec(pairs[e]!.tuned).kind === 'lm');
+  const pairText = envs.map((e) => `${e}: ${pairs[e]!.base} → ${pairs[e]!.tuned}`).join('; ');
+  const protocol = lmTuned
+    ? `**Protocol:** each env's fine-tuned target is its vanilla target trained further (the zoo's \`-ft\` / DAgger \`-da\` variant: ${pairText}).`
+    : `**Protocol:** the "fine-tuned" target stands in for a fine-tuned model (${pairText}; for a sim target, a stronger profile of its family).`;
   const head = ['arm', ...cols.map((c) => (c === 'average' ? c : `${c} (${primaryMetric(c)})`))];
-  const armRows = (a: (typeof arms)[number]) => rows.filter((r) => r.target === a.target && r.method === a.method && (a.method === 'vanilla' || r.variant === a.variant));
   const tRows = arms.map((a, i) => [a.label, ...val[i]!.map((v) => fmtPct(v)), fmtInterventions(interventionRate(armRows(a)))]);
   const dRows = arms.map((a, i) => [a.label, ...del[i]!.map((d) => (d ? fmtDelta(d) : '—'))]).filter((_, i) => arms[i]!.method !== 'vanilla');
   const md = [
-    reportHeader(`exp coevolve: ${base} → ${tuned} (${m.label})`, meta),
-    `**Protocol:** the "fine-tuned" target is ${tuned}, a stronger profile of ${base}'s family standing in for a fine-tuned model. Patches are written by ${m.label} from the packets of ${base} (as trained on the vanilla target) or of ${tuned} (re-trained on the fine-tuned target), and scored on test tasks × seeds, paired with the same target's vanilla.`,
+    reportHeader(`exp coevolve: ${shared ? `${base} → ${tuned}` : pairText} (${m.label})`, meta),
+    `${protocol} Patches are written by ${m.label} from the packets of the vanilla target (as the harness was learned there) or of the fine-tuned target (re-written on it), and scored on test tasks × seeds, paired with the same target's vanilla.`,
     '',
     '## Results (%, 95% CI)',
     '',
@@ -144,17 +173,17 @@ export function reportCoevolve(meta: RunMeta, rows: EvalRow[]): Report {
   const extra = envs.flatMap((env) => envMetrics(env).slice(1).map((metric) => ({ env, metric })));
   const extraOf = (a: (typeof arms)[number], ai: number) =>
     extra.map(({ env, metric }) => {
-      const x = taskSeedMatrix(rows.filter((r) => r.env === env && r.target === a.target && r.method === a.method && (a.method === 'vanilla' || r.variant === a.variant)), metric);
+      const x = taskSeedMatrix(armRowsIn(a, env), metric);
       return x ? bootstrapStrata([x], boot(`${ai}|${env}|${metric}`)) : null;
     });
   const svg = barChart({
-    title: `exp coevolve: ${base} → ${tuned}${meta.simulated.length ? ' (SIMULATED)' : ''}`,
+    title: `exp coevolve: ${shared ? `${base} → ${tuned}` : 'per env'}${meta.simulated.length ? ' (SIMULATED)' : ''}`,
     subtitle: `${extra.length ? 'every metric per env, the average of the primary ones' : 'primary metric'}, 95% bootstrap CI`,
     categories: [...envs.map((e) => (extra.length ? `${e} ${primaryMetric(e)}` : e)), ...extra.map((c) => `${c.env} ${c.metric}`), 'average'],
     yName: '%',
     series: arms.map((a, i) => ({ name: a.label, values: [...val[i]!.slice(0, envs.length), ...extraOf(a, i), val[i]![envs.length]!] })),
     height: 480,
   });
-  const text = [`exp coevolve — ${base} → ${tuned}${meta.simulated.length ? ` (SIMULATED: ${meta.simulated.join(', ')})` : ''}; %, 95% CI`, textTable([...head, 'interventions'], tRows)].join('\n');
+  const text = [`exp coevolve — ${shared ? `${base} → ${tuned}` : pairText}${meta.simulated.length ? ` (SIMULATED: ${meta.simulated.join(', ')})` : ''}; %, 95% CI`, textTable([...head, 'interventions'], tRows)].join('\n');
   return { markdown: md, text, plots: [{ name: 'coevolve', svg }] };
 }

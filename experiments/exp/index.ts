@@ -7,7 +7,7 @@ export { runExpMain, resolveExpMain, mainTargets, reportMain, ExpMainSchema, DEF
 export { runExpSweep, resolveExpSweep, reportSweep, ExpSweepSchema, DEFAULT_SWEEP_TARGETS, DEFAULT_SWEEP_METHOD, DEFAULT_SWEEP_TEST, DEFAULT_SWEEP_TRAIN, type ExpSweepInput, type ExpSweepOptions } from './sweep.ts';
 export { runExpCrosstask, resolveExpCrosstask, reportCrosstask, ExpCrosstaskSchema, DEFAULT_CROSSTASK_TARGET, DEFAULT_CROSSTASK_METHODS, DEFAULT_FAILURES, DEFAULT_CROSSTASK_SEEDS, DEFAULT_CROSSTASK_TEST, type ExpCrosstaskInput, type ExpCrosstaskOptions } from './crosstask.ts';
 export { runExpAblate, resolveExpAblate, reportAblate, withoutHook, ExpAblateSchema, DEFAULT_ABLATE_TARGET, DEFAULT_ABLATE_METHOD, type ExpAblateInput, type ExpAblateOptions } from './ablate.ts';
-export { runExpCoevolve, resolveExpCoevolve, reportCoevolve, tunedOf, ExpCoevolveSchema, DEFAULT_COEVOLVE_BASE, DEFAULT_COEVOLVE_METHOD, type ExpCoevolveInput, type ExpCoevolveOptions } from './coevolve.ts';
+export { runExpCoevolve, resolveExpCoevolve, reportCoevolve, tunedOf, coevolvePairs, ExpCoevolveSchema, DEFAULT_COEVOLVE_BASE, DEFAULT_COEVOLVE_METHOD, type ExpCoevolveInput, type ExpCoevolveOptions } from './coevolve.ts';
 export { runReport, REPORTERS, type ExpReportResult, type TrainReportResult } from './regenerate.ts';
 export {
   DEFAULT_SEED,

@@ -79,3 +79,24 @@ test('validator - ranks held-out candidates better than a constant predictor', a
   t.true(a > THRESHOLD.auc, `AUC of Δ̂ for Δ > 0: ${a}`);
   t.true(rho > THRESHOLD.spearman, `Spearman of Δ̂ and Δ: ${rho}`);
 });
+
+test('report - plain K against oversampling on held-out batches, with AUC intervals over batches', async (t) => {
+  const { validatorReport } = await import('../../../drivers/index.ts');
+  const r = await validatorReport({ rows, outDir: join(dir, 'report'), k: 2, draws: 4, resamples: 200, seed: 0 });
+  t.is(r.strategies.length, 7);
+  const plain = r.strategies[0]!;
+  t.is(plain.bestLost, 0, 'plain K against itself loses nothing');
+  // 2K all rerun is a superset of plain K's draw: it never finds less
+  t.true(r.strategies[1]!.bestLost <= 0);
+  for (const [v, [lo, hi]] of [[r.heldout.validationAuc, r.heldout.validationAucCI], [r.heldout.rewardAuc, r.heldout.rewardAucCI]] as const) {
+    t.true(lo <= v + 1e-9 && v <= hi + 1e-9 && lo >= 0 && hi <= 1, `${v} in [${lo}, ${hi}]`);
+  }
+  t.regex(r.table, /validation model: AUC \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\] \(chance 0\.5\)/);
+});
+
+test('outcomes - a learned target plays only the env it was trained on; no playable pair is a typed error', async (t) => {
+  const o = { targets: ['lm/alf-xs-192-a@tiny', 'sim/llama-3b'], envs: ['alfworld', 'dbbench'], trainBatches: 1, heldoutBatches: 0, size: 2, teacherK: 1, walks: 1, seed: 0 };
+  const { rows: got } = await generateOutcomes({ ...o, cluster: rt.cluster, cache: new EpisodeCache(':memory:') });
+  t.deepEqual([...new Set(got.map((x) => `${x.target} ${x.env}`))].sort(), ['lm/alf-xs-192-a@tiny alfworld', 'sim/llama-3b alfworld', 'sim/llama-3b dbbench']);
+  await t.throwsAsync(generateOutcomes({ ...o, targets: ['lm/alf-xs-192-a@tiny'], envs: ['dbbench'], cluster: rt.cluster, cache: null }), { message: /no target plays any of dbbench \(a learned target plays only its own env: lm\/alf-xs-192-a@tiny alfworld\)/ });
+});

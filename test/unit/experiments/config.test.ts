@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_BOOTSTRAP, DEFAULT_EDITOR, DEFAULT_MAIN_METHODS, DEFAULT_MAIN_TARGET, DEFAULT_TEST, DEFAULT_TRAIN, ExpError, defaultRunDir, DEFAULT_SWEEP_TARGETS, resolveExpCoevolve, resolveExpMain, resolveExpSweep, runExpMain, tunedOf } from '../../../experiments/exp/index.ts';
+import { DEFAULT_BOOTSTRAP, DEFAULT_EDITOR, DEFAULT_MAIN_METHODS, DEFAULT_MAIN_TARGET, DEFAULT_TEST, DEFAULT_TRAIN, ExpError, defaultRunDir, DEFAULT_SWEEP_TARGETS, resolveExpCoevolve, resolveExpMain, resolveExpSweep, runExpMain, tunedOf, coevolvePairs } from '../../../experiments/exp/index.ts';
 import { ZOO } from '../../../policies/targets/lm/zoo.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hr1-cfg-'));
@@ -69,8 +69,12 @@ test('config - the shipped configs are valid', (t) => {
   t.true(z.targets.length >= 20);
   t.deepEqual(resolveExpSweep({ targets: ['sims', 'sim/qwen-3b'] }).targets, DEFAULT_SWEEP_TARGETS);
   t.is(resolveExpMain({ config: 'experiments/configs/main.lm.yaml' }).target, 'lm/alf-l-256-a');
-  const c = resolveExpCoevolve({ config: 'experiments/configs/coevolve.lm.yaml' });
-  t.is(tunedOf(c.target), 'lm/alf-m-256-a-ft');
+  // co-evolution on learned targets: a target and its fine-tuned version per env
+  const c = resolveExpCoevolve({ config: 'experiments/configs/coevolve.zoo.yaml' });
+  t.deepEqual(coevolvePairs(c.target, c.tuned, c.envs), { alfworld: { base: 'lm/alf-s-256-ecrt', tuned: 'lm/alf-s-256-ecrt-da' }, webshop: { base: 'lm/ws-s-256-srt', tuned: 'lm/ws-s-256-srt-da' } });
+  t.deepEqual(coevolvePairs({ alfworld: 'lm/alf-s-256-ecrt', webshop: 'lm/ws-s-256-srt' }, undefined, ['alfworld', 'webshop']), coevolvePairs(c.target, c.tuned, c.envs), 'without tuned: each target\'s zoo variant');
+  t.is(tunedOf('lm/alf-s-256-a'), 'lm/alf-s-256-a-ft');
+  t.throws(() => coevolvePairs({ alfworld: 'lm/alf-s-256-ecrt' }, undefined, ['alfworld', 'webshop']), { message: /target: no target for webshop/ });
 });
 
 test('config - an unknown method names its place in the list', async (t) => {
