@@ -13,7 +13,8 @@ import type { EpisodeCache } from './episode-cache.ts';
 import { canonicalJson, parsedPatch, patchHash, type Patch } from '../harness/index.ts';
 import { ENGINEER_VOCAB, EOS_ID, PatchGrammar, extractPacket, packetHash, teacherPropose, tokensToPatch, MissingEvaluationError } from '../policies/engineer/index.ts';
 import { baseRecords, rewardGroup } from './reward.ts';
-import { makeBatches } from './sft-dataset.ts';
+import { heldoutBatch, makeBatches } from './sft-dataset.ts';
+import { SEED_SPACES } from './splits.ts';
 import { envDescriptor } from '../envs/registry.ts';
 import { parseTargetSpec } from '../policies/targets/spec.ts';
 import { resolveConfig } from '../policies/targets/lm/zoo.ts';
@@ -69,6 +70,16 @@ export interface OutcomeOptions {
   walks?: number;
   /** @default 0 */
   seed?: number;
+  /**
+   * where a candidate's Δ is measured: on the packet's own batch ('batch', Δ_B), or on
+   * `heldoutTasks` other tasks of the same split that the packet never showed ('heldout', as
+   * `hr1 train` with `reward.on: heldout` scores its candidates). @default 'batch'
+   */
+  reward?: 'batch' | 'heldout';
+  /** tasks of a held-out reward batch. @default 20 */
+  heldoutTasks?: number;
+  /** per env, the splits the train and held-out parts draw from. @default the env's train and held-out splits */
+  splits?: Record<string, { train?: string; heldout?: string }>;
   /** JSONL cache: read when it exists and matches the options' hash, else generated and written */
   out?: string;
   onProgress?: (p: { done: number; total: number; target: string; env: string; part: string }) => void;
@@ -87,7 +98,18 @@ function resolve(o: OutcomeOptions) {
     teacherK: o.teacherK ?? 4,
     walks: o.walks ?? 8,
     seed: o.seed ?? 0,
+    // only what changes rows enters the key: the defaults keep the keys of datasets written before these options
+    ...(o.reward === 'heldout' ? { reward: 'heldout' as const, heldoutTasks: o.heldoutTasks ?? 20 } : {}),
+    ...(o.splits && Object.keys(o.splits).length ? { splits: o.splits } : {}),
   };
+  if (o.reward !== undefined && o.reward !== 'batch' && o.reward !== 'heldout') throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes.reward must be "batch" or "heldout", got ${String(o.reward)}`, { field: 'reward' });
+  if (r.heldoutTasks !== undefined && (!Number.isInteger(r.heldoutTasks) || r.heldoutTasks < 2)) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes.heldoutTasks must be an integer ≥ 2, got ${String(r.heldoutTasks)}`, { field: 'heldoutTasks' });
+  for (const [env, sp] of Object.entries(r.splits ?? {})) {
+    for (const role of ['train', 'heldout'] as const) {
+      const name = sp[role];
+      if (name !== undefined && !envDescriptor(env).splits.names.includes(name)) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes.splits.${env}.${role}: ${env} has no split "${name}"; choose one of ${envDescriptor(env).splits.names.join(', ')}`, { field: `splits.${env}.${role}` });
+    }
+  }
   for (const f of ['trainBatches', 'heldoutBatches', 'teacherK', 'walks'] as const) {
     if (!Number.isInteger(r[f]) || r[f] < 0) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes.${f} must be a non-negative integer, got ${String(r[f])}`, { field: f });
   }
@@ -211,7 +233,7 @@ export async function generateOutcomes(o: OutcomeOptions): Promise<{ rows: Outco
     if (count === 0) continue;
     for (const env of r.envs) {
       const s = envDescriptor(env).splits;
-      const split = part === 'train' ? s.train : s.heldout;
+      const split = (part === 'train' ? r.splits?.[env]?.train : r.splits?.[env]?.heldout) ?? (part === 'train' ? s.train : s.heldout);
       const batches = makeBatches(env, { count, size: r.size, seed: bseed, split });
       for (const target of pairsIn(env)) {
         for (let b = 0; b < batches.length; b++) {
@@ -232,7 +254,21 @@ export async function generateOutcomes(o: OutcomeOptions): Promise<{ rows: Outco
           const packet = extractPacket(base);
           const ph = packetHash(packet);
           const pool = candidatePool(packet, { teacherK: r.teacherK, walks: r.walks, seed: r.seed * 7919 + b });
-          const g = await rewardGroup(o.cluster, { ...spec, base, patches: pool.map((c) => c.patch) }, { validate: 'schema' });
+          // Δ on the packet's batch, or on tasks of the split it never showed (their own vanilla base)
+          let scored = { ...spec, base };
+          if (r.reward === 'heldout') {
+            const evalEps = heldoutBatch(env, { exclude: episodes, size: r.heldoutTasks!, split, seed: SEED_SPACES.heldout + 90_000 + (part === 'train' ? 0 : 5_000) + 100 * r.seed + b });
+            try {
+              scored = { ...spec, episodes: evalEps, base: await baseRecords(o.cluster, { ...spec, episodes: evalEps }, { validate: 'schema' }) };
+            } catch (e) {
+              if (e instanceof MissingEvaluationError) {
+                missing++;
+                continue;
+              }
+              throw e;
+            }
+          }
+          const g = await rewardGroup(o.cluster, { ...scored, patches: pool.map((c) => c.patch) }, { validate: 'schema' });
           g.results.forEach((res, i) => {
             if (!res.ok || !res.reward.valid) {
               missing++;

@@ -267,6 +267,14 @@ addClusterOptions(
     .option('--train-batches <n>', 'batches per (target, env) from the training split (default 6)', parseIntOpt('--train-batches', { min: 1 }))
     .option('--heldout-batches <n>', 'batches per (target, env) from the held-out split (default 4)', parseIntOpt('--heldout-batches', { min: 1 }))
     .option('--size <n>', 'episodes per batch (default 10)', parsePositiveInt('--size'))
+    .option('--reward <on>', 'where a candidate\'s Δ is measured: batch (the packet\'s own episodes) or heldout (tasks the packet never showed, as train\'s reward.on: heldout) (default: batch)')
+    .option('--heldout-tasks <n>', 'tasks of a held-out reward batch (default 20)', parseIntOpt('--heldout-tasks', { min: 2 }))
+    .option('--splits <list>', 'per env, the train and held-out parts\' splits: alfworld=seen_dev/seen_test,…', (v: string) => Object.fromEntries(v.split(',').filter(Boolean).map((kv) => {
+      const [env, pair] = kv.split('=');
+      const [train, heldout] = (pair ?? '').split('/');
+      if (!env || !train || !heldout) throw new CommanderError(2, 'hr1.bad-option', `--splits: "${kv}" is not ENV=TRAIN/HELDOUT (e.g. alfworld=seen_dev/seen_test)`);
+      return [env.trim(), { train: train.trim(), heldout: heldout.trim() }];
+    })))
     .option('--json', 'print the report as JSON (strategies, held-out metrics with AUC intervals, dataset)'),
   { defaultInProcess: true },
 ).action(async (o) => {

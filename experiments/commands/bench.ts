@@ -36,6 +36,9 @@ export interface BenchValidatorOptions extends Partial<ClusterCliOptions> {
   trainBatches?: number;
   heldoutBatches?: number;
   size?: number;
+  reward?: string;
+  heldoutTasks?: number;
+  splits?: Record<string, { train: string; heldout: string }>;
   json?: boolean;
 }
 
@@ -53,8 +56,13 @@ export async function benchValidatorCommand(o: BenchValidatorOptions): Promise<v
     ...(o.trainBatches ? { trainBatches: o.trainBatches } : {}),
     ...(o.heldoutBatches ? { heldoutBatches: o.heldoutBatches } : {}),
     ...(o.size ? { size: o.size } : {}),
+    ...(o.reward ? { reward: o.reward as 'batch' | 'heldout' } : {}),
+    ...(o.heldoutTasks ? { heldoutTasks: o.heldoutTasks } : {}),
+    ...(o.splits ? { splits: o.splits } : {}),
     seed: o.seed,
   };
+  if (o.reward && o.reward !== 'batch' && o.reward !== 'heldout') throw new CommandError('BAD_OPTION', `--reward: must be batch or heldout, got "${o.reward}"`);
+  for (const env of Object.keys(o.splits ?? {})) if (!isEnvName(env)) throw new CommandError('BAD_OPTION', `--splits: unknown env "${env}"; choose from ${envNames().join(', ')}`);
   await withCluster(
     o,
     async (rt) => {

@@ -100,3 +100,15 @@ test('outcomes - a learned target plays only the env it was trained on; no playa
   t.deepEqual([...new Set(got.map((x) => `${x.target} ${x.env}`))].sort(), ['lm/alf-xs-192-a@tiny alfworld', 'sim/llama-3b alfworld', 'sim/llama-3b dbbench']);
   await t.throwsAsync(generateOutcomes({ ...o, targets: ['lm/alf-xs-192-a@tiny'], envs: ['dbbench'], cluster: rt.cluster, cache: null }), { message: /no target plays any of dbbench \(a learned target plays only its own env: lm\/alf-xs-192-a@tiny alfworld\)/ });
 });
+
+test('outcomes - held-out reward and split overrides: rows name their split, the key changes, a bad split is a typed error', async (t) => {
+  const { outcomesKey } = await import('../../../drivers/scorer-dataset.ts');
+  const o = { targets: ['sim/llama-3b'], envs: ['alfworld'], trainBatches: 1, heldoutBatches: 0, size: 4, teacherK: 1, walks: 2, seed: 0 };
+  const ho = { ...o, reward: 'heldout' as const, heldoutTasks: 4, splits: { alfworld: { train: 'seen_dev' } } };
+  t.not(outcomesKey({ ...o, cluster: rt.cluster, cache: null }), outcomesKey({ ...ho, cluster: rt.cluster, cache: null }));
+  t.is(outcomesKey({ ...o, cluster: rt.cluster, cache: null }), outcomesKey({ ...o, reward: 'batch', splits: {}, cluster: rt.cluster, cache: null }), 'the defaults keep the key');
+  const { rows: got } = await generateOutcomes({ ...ho, cluster: rt.cluster, cache: new EpisodeCache(':memory:') });
+  t.true(got.length >= 2);
+  t.true(got.every((x) => x.split === 'seen_dev'));
+  await t.throwsAsync(generateOutcomes({ ...ho, splits: { alfworld: { train: 'nope' } }, cluster: rt.cluster, cache: null }), { message: /outcomes\.splits\.alfworld\.train: alfworld has no split "nope"; choose one of/ });
+});
