@@ -38,10 +38,13 @@ class Mlp(torch.nn.Module):
             torch.nn.Linear(hidden, 1),
         )
         self.sigmoid = sigmoid
+        # a regression target is learned standardised; the graph maps back to Δ's scale
+        self.register_buffer("scale", torch.tensor(1.0))
+        self.register_buffer("shift", torch.tensor(0.0))
 
     def forward(self, features):
         z = self.net(features).squeeze(-1)
-        return torch.sigmoid(z) if self.sigmoid else z
+        return torch.sigmoid(z) if self.sigmoid else z * self.scale + self.shift
 
 
 def fit(x, y, kind, a, seed):
@@ -54,7 +57,16 @@ def fit(x, y, kind, a, seed):
         w = torch.where(y > 0.5, torch.tensor(0.5 / max(pos, 1e-6)), torch.tensor(0.5 / max(1 - pos, 1e-6)))
         loss_fn = lambda z: torch.nn.functional.binary_cross_entropy_with_logits(z, y, weight=w)  # noqa: E731
     else:
-        loss_fn = lambda z: torch.nn.functional.mse_loss(z, y)  # noqa: E731
+        # standardise Δ: with a raw Δ of spread ~0.1 the MSE gradients are ~100x smaller than with
+        # a unit target, and weight decay alone then sets every weight to 0 (a constant predictor,
+        # seen on learned targets' outcomes); scale and shift are restored in the exported graph
+        mu = float(y.mean().item())
+        sd = float(y.std().item()) if y.numel() > 1 else 0.0
+        sd = sd if sd > 1e-8 else 1.0
+        model.scale.fill_(sd)
+        model.shift.fill_(mu)
+        yz = (y - mu) / sd
+        loss_fn = lambda z: torch.nn.functional.mse_loss(z, yz)  # noqa: E731
     loss = None
     for _ in range(a["epochs"]):
         opt.zero_grad()

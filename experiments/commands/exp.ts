@@ -81,7 +81,10 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
     const wanted = 'methods' in resolved ? resolved.methods.some((m) => wantsEngineer(m, exp)) : wantsEngineer(resolved.method, exp);
     // engineers trained on engineerTargets (the main job's, from its cache), then applied unchanged
     if (!resolved.engineer && trainEngineers && wanted && resolved.engineerTargets) {
-      await withEngineers(resolved, exp.targetsByEnv(resolved.engineerTargets, resolved.envs, 'engineerTargets'), (engineer, io) => run({ ...opts, engineer }, io));
+      // the whole map keys the engineers' folder (checked to cover the run's envs), so a run on fewer envs finds the main job's engineers
+      const et = resolved.engineerTargets;
+      exp.targetsByEnv(et, resolved.envs, 'engineerTargets');
+      await withEngineers(resolved, et, (engineer, io) => run({ ...opts, engineer }, io));
       return;
     }
     await run(opts);
