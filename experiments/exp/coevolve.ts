@@ -115,12 +115,12 @@ export function reportCoevolve(meta: RunMeta, rows: EvalRow[]): Report {
   const boot = (s: string) => ({ resamples: b.resamples, level: b.level, seed: `${b.seed}|${s}` });
   // one pair for every env: arms named by the targets; else by role, with the pairs listed
   const shared = new Set(envs.map((e) => `${pairs[e]!.base} ${pairs[e]!.tuned}`)).size === 1;
-  const [base, tuned] = shared ? [pairs[envs[0]!]!.base, pairs[envs[0]!]!.tuned] : ['the vanilla target', 'the fine-tuned target'];
+  const [base, tuned] = shared ? [pairs[envs[0]!]!.base, pairs[envs[0]!]!.tuned] : ['vanilla target', 'fine-tuned target'];
   type Role = 'base' | 'tuned';
   const arms: { label: string; role: Role; method: string; from: Role | null }[] = [
-    { label: `${base} vanilla`, role: 'base', method: 'vanilla', from: null },
+    { label: `${base}, no patch`, role: 'base', method: 'vanilla', from: null },
     { label: `${base} + patches from ${base}`, role: 'base', method: m.name, from: 'base' },
-    { label: `${tuned} vanilla`, role: 'tuned', method: 'vanilla', from: null },
+    { label: `${tuned}, no patch`, role: 'tuned', method: 'vanilla', from: null },
     { label: `${tuned} + patches from ${base} (not re-trained)`, role: 'tuned', method: m.name, from: 'base' },
     { label: `${tuned} + patches from ${tuned} (re-trained)`, role: 'tuned', method: m.name, from: 'tuned' },
   ];
