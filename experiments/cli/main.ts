@@ -4,7 +4,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { exitWithError, installFatalHandlers } from './errors.ts';
-import { ENV_NAMES, envDescriptor, envNames, isEnvName } from '../../envs/registry.ts';
+import { BUILTIN_ENV_NAMES as ENV_NAMES, BUILTIN_ENV_SPLITS } from '../../envs/catalog.ts';
 import { preloadModules } from '../commands/modules.ts';
 import { tlsFlagsToEnv } from './options.ts';
 import { installSignalHandlers, shutdownAndExit, shutdownInProgress } from '../../cluster/signals.ts';
@@ -107,7 +107,12 @@ const toolEnvArg = (v: string) => {
   return v;
 };
 const envOption = (description = 'the env') => new Option('--env <env>', `${description} (${ENV_NAMES.join(', ')}, or one a --module registers)`).argParser(envArg);
-const splitsHelp = ENV_NAMES.map((e) => `${e}: ${envDescriptor(e).splits.names.join(', ')}`).join('; ');
+const splitsHelp = ENV_NAMES.map((e) => `${e}: ${BUILTIN_ENV_SPLITS[e].join(', ')}`).join('; ');
+// the env registry (every env engine and its data) loads before the arguments are parsed, except
+// for help, which reads the catalog: `hr1 … --help` starts in half the time
+let registry: typeof import('../../envs/registry.ts') | undefined;
+const isEnvName = (v: string): boolean => (registry ? registry.isEnvName(v) : (ENV_NAMES as readonly string[]).includes(v));
+const envNames = (): string[] => (registry ? registry.envNames() : [...ENV_NAMES]);
 // envs come from the registry; checked at parse time, after --module files registered theirs
 const ENVS = ENV_NAMES;
 const envArg = (v: string) => {
@@ -614,6 +619,7 @@ async function main(): Promise<void> {
   try {
     // modules first (--module FILE): what they register (an env) is then known to every option check
     await preloadModules(process.argv);
+    if (!process.argv.slice(2).some((a) => a === '--help' || a === '-h' || a === 'help')) registry = await import('../../envs/registry.ts');
     await program.parseAsync(process.argv);
   } catch (e) {
     // stopping on a signal: the error is the signal's doing (a closed cluster); the handler exits

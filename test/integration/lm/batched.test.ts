@@ -1,5 +1,5 @@
 /**
- * Learned targets decode through the batcher: 16 episodes in flight on one model give the
+ * Learned targets decode through the batcher: 10 episodes in flight on one model give the
  * episodes one at a time gives, byte for byte, on ALFWorld and WebShop; a zoo model exported
  * before the decode graph is LM_STALE until `hr1 zoo build` re-exports it; a model file that
  * does not match its meta.json is LM_BAD_META.
@@ -30,11 +30,14 @@ const zoo: ZooConfig[] = [
 ];
 const built = buildZoo({ only: ['alf-batch', 'ws-batch', 'alf-shift-batch'], dir, zoo, jobs: 2 });
 
+/** episodes played both ways (all in flight at once, then one decision at a time) */
+const EPISODES = 10;
+
 async function play(name: string, env: LmEnv, concurrency: number): Promise<{ records: EpisodeRecord[]; peak: number; meanRows: number; prefixShare: number }> {
   // alone: one decision at a time, every prompt prefilled from scratch; else the defaults (batcher, prefix cache)
   const m = await lmModel(name, { dir, zoo, ...(concurrency === 1 ? { maxBatch: 1, gatherMs: 0, prefixCache: 0 } : {}) });
   try {
-    const episodes = taskIds(env, EVAL_SPLIT[env]).slice(0, 16).map((taskId, i) => ({ taskId, seed: 1 + (i % 3) }));
+    const episodes = taskIds(env, EVAL_SPLIT[env]).slice(0, EPISODES).map((taskId, i) => ({ taskId, seed: 1 + (i % 3) }));
     const records = await runEpisodes(env, {}, baseHarness(), m, episodes, concurrency);
     return { records, peak: m.stats.peakRows, meanRows: m.stats.stepRows / Math.max(1, m.stats.stepCalls), prefixShare: m.stats.prefixTokens / Math.max(1, m.stats.promptTokens) };
   } finally {
@@ -43,10 +46,10 @@ async function play(name: string, env: LmEnv, concurrency: number): Promise<{ re
 }
 
 for (const [name, env] of [['alf-batch', 'alfworld'], ['ws-batch', 'webshop'], ['alf-shift-batch', 'alfworld']] as const) {
-  test(`lm batched - ${name} (${env}): 16 episodes in flight on one model (batcher, prefix cache) give byte for byte the episodes one decision at a time from scratch gives`, async (t) => {
+  test(`lm batched - ${name} (${env}): ${EPISODES} episodes in flight on one model (batcher, prefix cache) give byte for byte the episodes one decision at a time from scratch gives`, async (t) => {
     await built;
     const one = await play(name, env, 1);
-    const many = await play(name, env, 16);
+    const many = await play(name, env, EPISODES);
     t.is(one.peak, 1);
     t.is(one.prefixShare, 0);
     t.true(many.peak > 4, `rows in flight at most ${many.peak}`);
