@@ -16,8 +16,7 @@ import { baseRecords, rewardGroup } from './reward.ts';
 import { heldoutBatch, makeBatches } from './sft-dataset.ts';
 import { SEED_SPACES } from './splits.ts';
 import { envDescriptor } from '../envs/registry.ts';
-import { parseTargetSpec } from '../policies/targets/spec.ts';
-import { resolveConfig } from '../policies/targets/lm/zoo.ts';
+import { targetEnvs } from '../policies/targets/envs-of.ts';
 import { candidateFeatures, FEATURE_VERSION } from '../policies/scorer/features.ts';
 import { ValidatorError } from '../policies/scorer/errors.ts';
 
@@ -115,18 +114,12 @@ function resolve(o: OutcomeOptions) {
   }
   if (!Number.isInteger(r.size) || r.size < 1) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes.size must be a positive integer, got ${String(r.size)}`, { field: 'size' });
   if (r.targets.length === 0 || r.envs.length === 0) throw new ValidatorError('VALIDATOR_BAD_OPTION', 'outcomes.targets and outcomes.envs must each name at least one', { field: r.targets.length ? 'envs' : 'targets' });
-  if (!r.envs.some((e) => r.targets.some((t) => plays(t, e)))) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes: no target plays any of ${r.envs.join(', ')} (a learned target plays only its own env: ${r.targets.map((t) => `${t} ${playableEnvs(t)?.join('/') ?? 'any'}`).join(', ')})`, { field: 'envs' });
+  if (!r.envs.some((e) => r.targets.some((t) => plays(t, e)))) throw new ValidatorError('VALIDATOR_BAD_OPTION', `outcomes: no target plays any of ${r.envs.join(', ')} (a learned target plays only its own env: ${r.targets.map((t) => `${t} ${targetEnvs(t)?.join('/') ?? 'any'}`).join(', ')})`, { field: 'envs' });
   return r;
 }
 
-/** The envs a target can play: a learned `lm/` target only those it was trained on; null for any. */
-function playableEnvs(target: string): readonly string[] | null {
-  const t = parseTargetSpec(target);
-  return t.kind === 'lm' ? resolveConfig(t.name).envs : null;
-}
-
 function plays(target: string, env: string): boolean {
-  return playableEnvs(target)?.includes(env) ?? true;
+  return targetEnvs(target)?.includes(env) ?? true;
 }
 
 /** The hash of the resolved options: the dataset's cache key. */

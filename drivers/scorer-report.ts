@@ -139,7 +139,11 @@ export async function validatorReport(o: ReportOptions): Promise<ValidatorReport
   });
   // AUC intervals: resample held-out batches (a batch's candidates share a packet), pool, score
   const byBatch = new Map<string, number[]>();
-  held.forEach((r, i) => byBatch.set(groupKey(r), [...(byBatch.get(groupKey(r)) ?? []), i]));
+  held.forEach((r, i) => {
+    const k = groupKey(r);
+    if (!byBatch.has(k)) byBatch.set(k, []);
+    byBatch.get(k)!.push(i);
+  });
   const aucCI = (score: (i: number) => number, tag: string): [number, number] => {
     const bs = [...byBatch.keys()].sort();
     const rng = new Rng(`report|${seed}|auc|${tag}`);

@@ -150,6 +150,8 @@ export const commonShape = {
 };
 
 export { target as targetSchema, posInt };
+export { targetEnvs } from '../../policies/targets/envs-of.ts';
+import { targetEnvs } from '../../policies/targets/envs-of.ts';
 
 /**
  * A target for every env (`target: {alfworld: lm/…, webshop: lm/…}` in a config), or one spec for
@@ -271,16 +273,6 @@ export function methodsMeta(names: readonly string[], o: CommonOptions, path = '
 
 export function simulatedOf(targets: readonly string[]): string[] {
   return targets.filter((t) => parseTargetSpec(t).kind === 'sim');
-}
-
-/**
- * The envs a target can play, or null for every env: an `lm/` zoo model plays only the envs it
- * was trained on (an ALFWorld model has never seen a SQL prompt).
- */
-export function targetEnvs(target: string): readonly string[] | null {
-  const t = parseTargetSpec(target);
-  if (t.kind !== 'lm') return null;
-  return resolveConfig(t.name).envs;
 }
 
 /** Fail early when a single-target experiment's envs are not all playable by its target. */
