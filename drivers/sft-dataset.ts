@@ -16,7 +16,7 @@ import type { EpisodeRecord } from '../harness/types.ts';
 import { EngineerError, MissingEvaluationError } from '../policies/engineer/errors.ts';
 import { extractPacket, packetHash, type Packet, type PacketOptions } from '../policies/engineer/packet.ts';
 import { baseRecords, rewardOf } from './reward.ts';
-import { teacherPropose, DEFAULT_K } from '../policies/engineer/teacher.ts';
+import { teacherPropose, DEFAULT_K, FINDING_KINDS, type Finding } from '../policies/engineer/teacher.ts';
 
 /**
  * The parts {@link SftOptions.minimize} drops in turn, as patches without them: all skills;
@@ -151,6 +151,11 @@ export interface SftOptions {
    * leaves the SFT row. @default false
    */
   minimize?: boolean;
+  /**
+   * the finding kinds the teacher answers (all when omitted): e.g. `['seen_target']` for a teacher
+   * whose every proposal copies what the packet's excerpts showed, with no packet-blind part
+   */
+  kinds?: readonly Finding['kind'][];
   cache?: EpisodeCache | null;
   envOptions?: EnvOptions;
   packet?: PacketOptions;
@@ -195,6 +200,8 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
   if (!Number.isInteger(verifySeeds) || verifySeeds < 1 || verifySeeds > 8) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.verifySeeds must be an integer in [1, 8], got ${String(verifySeeds)}`, { field: 'verifySeeds' });
   const verifyRule = o.verifyRule ?? 'mean';
   if (!(VERIFY_RULES as readonly string[]).includes(verifyRule)) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.verifyRule must be one of ${VERIFY_RULES.join(', ')}, got ${String(verifyRule)}`, { field: 'verifyRule' });
+  for (const kind of o.kinds ?? []) if (!(FINDING_KINDS as readonly string[]).includes(kind)) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.kinds: ${String(kind)} is not a finding kind; use some of ${FINDING_KINDS.join(', ')}`, { field: 'kinds' });
+  if (o.kinds && o.kinds.length === 0) throw new EngineerError('ENGINEER_BAD_OPTION', 'sft.kinds is empty: the teacher would propose nothing; omit it to answer every finding', { field: 'kinds' });
   const rows: SftRow[] = [];
   const missing: MissingEvaluationError[] = [];
   let proposals = 0;
@@ -225,7 +232,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
     const ph = packetHash(packet);
     progress(b, 'propose');
     const seed = (o.teacherSeed ?? 0) + b;
-    const props = teacherPropose(packet, { k, seed });
+    const props = teacherPropose(packet, { k, seed, ...(o.kinds ? { kinds: o.kinds } : {}) });
     if (props.length === 0) empty++;
     // the batch's tasks under other episode seeds, and their vanilla records (once per batch)
     const more: { spec: typeof spec; base: EpisodeRecord[] }[] = [];

@@ -18,7 +18,7 @@ import '../actors/grammars.ts';
 import { Learner } from '../actors/learner.ts';
 import { EpisodeCache, rollout } from '../drivers/index.ts';
 import { buildSftDataset, makeBatches, rewardGroup, type RewardResult, type SftRow } from '../drivers/index.ts';
-import { extractPacket } from '../policies/engineer/index.ts';
+import { extractPacket, FINDING_KINDS } from '../policies/engineer/index.ts';
 import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson, toPatch } from '../harness/index.ts';
 import { ValueModel, rankCandidates } from '../policies/scorer/index.ts';
@@ -73,6 +73,8 @@ export const TrainConfigSchema = z
         verifyRule: z.enum(['mean', 'all']).default('mean'),
         /** keep the smallest verified edit: drop a kept proposal's parts while it still passes (drivers/sft-dataset.ts) */
         minimize: z.boolean().default(false),
+        /** the finding kinds the teacher answers (all when omitted): e.g. [seen_target], a teacher that only copies what the excerpts showed */
+        kinds: z.array(z.enum(FINDING_KINDS)).min(1).optional(),
         epochs: z.number().int().min(0).default(30),
         batchSize: z.number().int().min(1).default(16),
         lr: z.number().positive().default(3e-3),
@@ -369,7 +371,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       const batches = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split: splitOf(env), seed: cfg.seed });
       const file = pairs.length === 1 ? 'sft.jsonl' : `sft-${env}.jsonl`;
       const verifyBatches = cfg.reward.on === 'heldout' ? (b: number) => sftVerifyBatches(cfg, env, splitOf(env), b, batches[b]!) : undefined;
-      const ds = await buildSftDataset({ cluster, env, target, batches, ...(verifyBatches ? { verifyBatches } : {}), metric: rewardMetric(cfg, env), k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
+      const ds = await buildSftDataset({ cluster, env, target, batches, ...(verifyBatches ? { verifyBatches } : {}), metric: rewardMetric(cfg, env), k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, ...(cfg.sft.kinds ? { kinds: cfg.sft.kinds } : {}), teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
       rows.push(...ds.rows);
       partsDropped += ds.summary.partsDropped;
     }

@@ -381,16 +381,17 @@ export function teacherForFinding(p: Packet, kind: Finding['kind'], opts: { seed
 }
 
 /**
- * Propose up to `k` distinct patches for a packet. Deterministic given (packet, seed); a packet
- * with no failures gets no proposals. Every proposal passes `toPatch` and is a sentence of the
+ * Propose up to `k` distinct patches for a packet. Deterministic given (packet, seed, kinds); a
+ * packet with no failures (or, with `kinds`, no finding of those kinds) gets no proposals. Every proposal passes `toPatch` and is a sentence of the
  * engineer's grammar for the packet's names.
  *
  * @example
  * const proposals = teacherPropose(extractPacket(records), { k: 4, seed: 1 });
  */
-export function teacherPropose(p: Packet, opts: { k?: number; seed?: number } = {}): Proposal[] {
+export function teacherPropose(p: Packet, opts: { k?: number; seed?: number; kinds?: readonly Finding['kind'][] } = {}): Proposal[] {
   const k = opts.k ?? DEFAULT_K;
-  const findings = diagnose(p);
+  // `kinds`: answer only findings of these kinds (a teacher restricted to, e.g., what the excerpts showed)
+  const findings = opts.kinds ? diagnose(p).filter((f) => opts.kinds!.includes(f.kind)) : diagnose(p);
   if (findings.length === 0) return [];
   const env = envOf(p);
   // names the grammar can copy: a finding's names are kept only when the packet's names section has them
