@@ -143,6 +143,8 @@ test('sft - rows carry provenance and only non-regressive proposals; the JSONL f
     t.is(small.summary.partsDropped, small.rows.reduce((n, r) => n + patchParts(whole(r).patch).length - patchParts(r.patch).length, 0));
     await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, verifySeeds: 2, verifyRule: 'most' as never }), { message: /sft\.verifyRule must be one of mean, all/ });
     await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, verifySeeds: 0 }), { message: /sft\.verifySeeds must be an integer in \[1, 8\]/ });
+    await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, kinds: ['lamp' as never] }), { message: /sft\.kinds: lamp is not a finding kind; use some of .*seen_target/ });
+    await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, kinds: [] }), { message: /sft\.kinds is empty/ });
     t.is(extractPacket([]).episodes.length, 0);
   } finally {
     await rt.shutdown();

@@ -93,6 +93,12 @@ test('teacher - seen target: where a failed goal\'s object was seen, written out
   const withSeen = all.filter((x) => x.addresses.includes('seen_target'));
   t.true(withSeen.length > 0);
   t.true(withSeen.every((x) => (x.patch.rules ?? []).filter((r) => JSON.stringify(r.when).includes('task.goal')).length >= 4));
+  // kinds: a teacher restricted to the sightings answers nothing else; to a kind the packet lacks, nothing at all
+  const facts = [1, 2, 3].flatMap((seed) => teacherPropose(p, { k: 6, seed, kinds: ['seen_target'] }));
+  t.true(facts.length > 0);
+  t.true(facts.every((x) => x.addresses.length > 0 && x.addresses.every((a) => a === 'seen_target')), JSON.stringify(facts.map((x) => x.addresses)));
+  t.true(all.some((x) => x.addresses.some((a) => a !== 'seen_target')), 'the unrestricted teacher answers other findings too');
+  t.deepEqual(teacherPropose(p, { k: 6, seed: 1, kinds: ['missing_table'] }), []);
 });
 
 test('teacher - env-specific skills: the output format for DBBench names its protocol', (t) => {
