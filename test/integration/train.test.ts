@@ -108,26 +108,28 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const cfgFile = join(dir, 'cfg.yaml');
-  writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nmodel: { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 768 }\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 4, k: 4, temperature: 1.0, klCoef: 0.1, stdFloor: 0.05 }\nreward: { on: heldout, heldoutTasks: 6 }\ncheckpointEvery: 2\n');
+  writeFileSync(cfgFile, 'env: alfworld\ntarget: sim/llama-3b\nbatchSize: 6\nmodel: { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 768 }\nsft: { batches: 2, k: 2, epochs: 4, batchSize: 8 }\ngrpo: { iterations: 6, k: 4, temperature: 1.0, klCoef: 0.1, stdFloor: 0.05 }\nreward: { on: heldout, heldoutTasks: 6 }\ncheckpointEvery: 2\n');
   // pipelined: a resumed run needs the older policy version its next samples draw from, kept beside the checkpoint
   const args = (out: string) => ['train', '--config', cfgFile, '--in-process', '--out', out, '--pipeline', '--max-staleness', '1'];
   const full = hr1(args(join(dir, 'full')));
   t.is(await full.exited, 0, full.out());
   const cut = hr1(args(join(dir, 'cut')));
-  await waitFor(cut, /grpo 3\/4/, 120_000);
+  // killed after iteration 3: on a loaded machine the kill can land an iteration or so later, so the
+  // run resumes after the checkpoint of iteration 2 or 4; either way 2+ iterations are left to redo
+  await waitFor(cut, /grpo 3\/6/, 120_000);
   cut.child.kill('SIGKILL');
   await cut.exited;
   const resumed = hr1([...args(join(dir, 'cut')), '--resume']);
   t.is(await resumed.exited, 0, resumed.out());
-  t.regex(resumed.out(), /resuming after GRPO iteration 2/);
+  t.regex(resumed.out(), /resuming after GRPO iteration [24] /);
   const read = (f: string) => readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { phase: string; iteration: number; meanDelta?: number; loss?: number; entropy?: number; kl?: number; policyVersion?: number });
   const a = read(join(dir, 'full', 'iterations.jsonl')).filter((x) => x.phase === 'grpo');
   const b = read(join(dir, 'cut', 'iterations.jsonl')).filter((x) => x.phase === 'grpo');
-  t.deepEqual(b.map((x) => x.iteration), [1, 2, 3, 4]);
+  t.deepEqual(b.map((x) => x.iteration), [1, 2, 3, 4, 5, 6]);
   // iteration t sampled from the engineer after update t − 2
-  t.deepEqual(a.map((x) => x.policyVersion), [0, 0, 1, 2]);
-  t.deepEqual(b.map((x) => x.policyVersion), [0, 0, 1, 2]);
-  for (let i = 0; i < 4; i++) {
+  t.deepEqual(a.map((x) => x.policyVersion), [0, 0, 1, 2, 3, 4]);
+  t.deepEqual(b.map((x) => x.policyVersion), [0, 0, 1, 2, 3, 4]);
+  for (let i = 0; i < 6; i++) {
     t.is(b[i]!.meanDelta, a[i]!.meanDelta, `iteration ${i + 1} Δ`);
     t.is(b[i]!.loss?.toFixed(6), a[i]!.loss?.toFixed(6), `iteration ${i + 1} loss`);
     // the KL to the SFT engineer: the resumed run's reference came back from the checkpoint
@@ -136,7 +138,7 @@ test('train - a run killed after a checkpoint resumes with --resume and makes th
   t.true(a.slice(1).some((x) => (x.kl ?? 0) > 0), 'once the policy moved, the KL to the SFT reference is > 0');
   // held-out reward: the GRPO candidates were scored on tasks outside each iteration's packet batch, listed in splits.json
   const splits = JSON.parse(readFileSync(join(dir, 'full', TRAIN_SPLITS_FILE), 'utf8'));
-  t.is(splits.envs.alfworld.grpo.length, 4 * (6 + 6));
+  t.is(splits.envs.alfworld.grpo.length, 6 * (6 + 6));
   t.true(splits.envs.alfworld.grpo.some((e: { seed: number }) => e.seed >= SEED_SPACES.heldout && e.seed < SEED_SPACES.grpo));
   rmSync(dir, { recursive: true, force: true });
 });
