@@ -382,8 +382,8 @@ export function teacherForFinding(p: Packet, kind: Finding['kind'], opts: { seed
 
 /**
  * Propose up to `k` distinct patches for a packet. Deterministic given (packet, seed, kinds); a
- * packet with no failures (or, with `kinds`, no finding of those kinds) gets no proposals. Every proposal passes `toPatch` and is a sentence of the
- * engineer's grammar for the packet's names.
+ * packet with no failures (or, with `kinds`, no finding of those kinds) gets no proposals. Every
+ * proposal passes `toPatch` and is a sentence of the engineer's grammar for the packet's names.
  *
  * @example
  * const proposals = teacherPropose(extractPacket(records), { k: 4, seed: 1 });
