@@ -156,6 +156,31 @@ export const BLOCKS: readonly Block[] = [
   }`,
   },
   {
+    id: 'finish_goal',
+    hooks: ['preAction'],
+    params: [],
+    doc: 'holding an object (nb.held, or one its own tracking saw taken), rewrite the proposal to the admissible action that finishes the goal with it: heat/cool/clean it when the goal asks and it is not done yet, use a lamp the goal names, or put it in/on a receptacle the goal names after the object',
+    body: `if (ctx.last && once('_fg') && !noop()) {
+    var t = /^take (.+?) from /.exec(ctx.last.action);
+    if (t) { nb._fgHeld = t[1]; nb._fgDone = false; }
+    else if (/^(heat|cool|clean) /.test(ctx.last.action)) nb._fgDone = true;
+    else if (/^(put|move) /.test(ctx.last.action)) { nb._fgHeld = null; nb._fgDone = false; }
+  }
+  var held = typeof nb.held === 'string' && nb.held ? nb.held : nb._fgHeld;
+  if (ctx.proposed && ctx.admissible && typeof held === 'string' && held) {
+    var g = ' ' + words(ctx.task.goal).join(' ') + ' ', kind = held.split(' ')[0], at = g.indexOf(' ' + kind + ' ');
+    var need = /\\b(hot|heat)\\b/.test(g) ? 'heat' : /\\b(cool|cold)\\b/.test(g) ? 'cool' : /\\bclean\\b/.test(g) ? 'clean' : null;
+    var act = null;
+    for (var i = 0; i < ctx.admissible.length && act === null; i++) {
+      var c = ctx.admissible[i], m;
+      if (need && !nb._fgDone && c.indexOf(need + ' ' + held + ' with ') === 0) act = c;
+      else if ((m = /^use ([a-z]+) \\d+$/.exec(c)) && g.indexOf(' ' + m[1] + ' ') >= 0) act = c;
+      else if ((m = /^(?:put|move) (.+?) (?:in\\/on|to) ([a-z]+) \\d+$/.exec(c)) && m[1] === held && (!need || nb._fgDone) && at >= 0 && g.indexOf(' ' + m[2] + ' ', at + 1) > at) act = c;
+    }
+    if (act !== null && act !== ctx.proposed.action) out.push({ type: 'rewrite_action', action: act });
+  }`,
+  },
+  {
     id: 'search_goal',
     hooks: ['preAction'],
     params: [{ name: 'words', choices: [6, 10, 16] }],

@@ -178,8 +178,9 @@ export function engineerToken(id: number): string | undefined {
  * version reads and writes other tokens (experiments key their cached engineers by it).
  * 2: the packet's names and excerpts in, the whole patch language out (1 was the 46-item menu).
  * 4: intervention blocks explore_unvisited, take_goal_object, search_goal, select_options and their hook names.
+ * 5: the finish_goal block.
  */
-export const PATCH_LANG_VERSION = 4;
+export const PATCH_LANG_VERSION = 5;
 
 /** Completion length bound: `<patch>` … `<eos>`. */
 export const MAX_COMPLETION_TOKENS = 256;

@@ -189,6 +189,7 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
         ...(env === 'alfworld' ? [{ code: code(rng, 'held', 'preDecision', [['track_held'], ['hint_held']]), why: 'step limit: say what is held, so the agent goes to put it' }] : []),
         ...(env === 'alfworld' ? [{ code: code(rng, 'take', 'preAction', [['track_held'], ['take_goal_object']]), why: 'step limit: take the goal\'s object as soon as it is in reach, instead of walking past it' }] : []),
         ...(env === 'alfworld' ? [{ code: code(rng, 'take', 'preAction', [['track_held'], ['track_visited', 'r'], ['take_goal_object'], ['explore_unvisited', 0]]), why: 'step limit: take the goal\'s object when in reach; a `go to` of a place that is not there goes to an unvisited one' }] : []),
+        ...(env === 'alfworld' ? [{ code: code(rng, 'finish', 'preAction', [['track_held'], ['take_goal_object'], ['finish_goal']]), why: 'step limit: take the goal\'s object when in reach and, holding it, play the action that finishes the goal (heat, cool or clean it, use the lamp, put it where the goal says) as soon as it is there' }] : []),
         { code: code(rng, 'loop-counter', 'preDecision', [['goal_reminder', 'r']]), why: 'step limit: the goal again every few steps' },
       ];
     case 'invalid_format':
@@ -268,7 +269,7 @@ const STYLES = ['focused', 'broad', 'rules', 'skills', 'code', 'minimal', 'evide
 type Style = (typeof STYLES)[number];
 
 /** blocks that change the action rather than add text */
-const ACTING_BLOCKS: ReadonlySet<string> = new Set(['closest_admissible', 'escape_loop', 'explore_unvisited', 'take_goal_object', 'search_goal', 'select_options']);
+const ACTING_BLOCKS: ReadonlySet<string> = new Set(['closest_admissible', 'escape_loop', 'explore_unvisited', 'take_goal_object', 'finish_goal', 'search_goal', 'select_options']);
 
 /** a component that acts (rewrites or forces an action) and adds no text to the context: what an 'act' proposal is made of */
 function acts(c: Component): boolean {

@@ -132,6 +132,30 @@ test('blocks - take_goal_object takes the goal\'s kind of object when it is in r
   t.is((await take('put a mug in shelf.', {}, 'take cd 2 from shelf 1')).value, null, 'a take of its own is left alone');
 });
 
+test('blocks - finish_goal, holding the goal object, plays the action that finishes the goal: transform first, then put it where the goal says', async (t) => {
+  const last = (action: string, observation: string) => ({ step: 2, action, observation });
+  const fin = (goal: string, adm: string[], nb: Record<string, unknown>, o: Record<string, unknown> = {}) =>
+    call('preAction', [{ id: 'finish_goal', params: [] }], ctx({ task: { id: 't', goal, type: 'x' }, proposed: { text: 'go to shelf 1', action: 'go to shelf 1' }, admissible: adm, ...o }), nb);
+  // its own tracking: the take it saw makes the object held
+  const took = await fin('put a mug in shelf.', ['go to desk 1', 'put mug 1 in/on shelf 1', 'put mug 1 in/on desk 1'], {}, { last: last('take mug 1 from desk 1', 'You pick up the mug 1 from the desk 1.') });
+  t.deepEqual(took.value, { type: 'rewrite_action', action: 'put mug 1 in/on shelf 1' }, 'the receptacle the goal names, not the desk');
+  t.is(took.nb._fgHeld, 'mug 1');
+  t.is((await fin('put a mug in shelf.', ['put mug 1 in/on shelf 1'], {}, { last: last('take mug 1 from desk 1', 'Nothing happens.') })).value, null, 'a take that did nothing holds nothing');
+  // a goal that asks for a transform: heat before putting, put after heating
+  const adm = ['heat egg 1 with microwave 1', 'put egg 1 in/on microwave 1', 'go to fridge 1'];
+  t.deepEqual((await fin('heat some egg and put it in fridge.', adm, { held: 'egg 1' })).value, { type: 'rewrite_action', action: 'heat egg 1 with microwave 1' });
+  t.is((await fin('heat some egg and put it in fridge.', adm, { held: 'egg 1', _fgDone: true })).value, null, 'heated already, and the fridge is not in reach: nothing to finish here');
+  t.deepEqual((await fin('put a hot egg in fridge.', ['put egg 1 in/on fridge 1'], { held: 'egg 1', _fgDone: true })).value, { type: 'rewrite_action', action: 'put egg 1 in/on fridge 1' });
+  t.is((await fin('put a hot egg in fridge.', ['put egg 1 in/on fridge 1'], { held: 'egg 1' })).value, null, 'not heated yet: no put');
+  t.deepEqual((await fin('put some egg on microwave.', adm, { held: 'egg 1' })).value, { type: 'rewrite_action', action: 'put egg 1 in/on microwave 1' }, 'no transform asked: put it on the microwave, not heat it');
+  // a lamp the goal names
+  t.deepEqual((await fin('look at alarmclock under the desklamp.', ['use desklamp 2', 'go to desk 1'], { held: 'alarmclock 3' })).value, { type: 'rewrite_action', action: 'use desklamp 2' });
+  // nothing held, or the proposal already is the finishing action
+  t.is((await fin('put a mug in shelf.', ['put mug 1 in/on shelf 1'], {})).value, null, 'nothing held');
+  t.is((await call('preAction', [{ id: 'finish_goal', params: [] }], ctx({ task: { id: 't', goal: 'put a mug in shelf.', type: 'x' }, proposed: { text: 'put mug 1 in/on shelf 1', action: 'put mug 1 in/on shelf 1' }, admissible: ['put mug 1 in/on shelf 1'] }), { held: 'mug 1' })).value, null, 'already the action');
+  t.is((await fin('put a mug in shelf.', ['put mug 1 in/on shelf 1'], { held: 'mug 1' }, { last: last('put mug 1 in/on shelf 1', 'You put the mug 1 in/on the shelf 1.') })).nb._fgHeld, null, 'a put that worked empties its hands');
+});
+
 test('blocks - search_goal rewrites a WebShop search to the instruction\'s words; select_options clicks a named option before buying', async (t) => {
   const goal = 'i am looking for a x-large black t-shirt with long sleeves, and price lower than 30.00 dollars';
   const q = (action: string, w: number) => call('preAction', [{ id: 'search_goal', params: [w] }], ctx({ env: 'webshop', task: { id: 'w', goal, type: 'shop' }, proposed: { text: action, action } }));
