@@ -51,7 +51,7 @@ const PATH_TYPE = new Map<string, PathType>([...STRING_PATHS.map((p) => [p, 'str
 export const TEMPLATE_PATHS = [...STRING_PATHS, ...NUMBER_PATHS] as const;
 
 /** rule and code-hook names the engineer may give */
-export const NAMES = ['no-repeat', 'loop-hint', 'loop-counter', 'nothing-happens', 'failed-actions', 'inadmissible', 'format-hint', 'format-block', 'sql-error', 'no-table', 'no-column', 'bad-click', 'click-block', 'steps-left', 'step-budget', 'visited', 'closest', 'notes', 'held', 'buy-check', 'answer-check', 'guard', 'tracker', 'fix', 'stuck', 'explore', 'take', 'query', 'options'] as const;
+export const NAMES = ['no-repeat', 'loop-hint', 'loop-counter', 'nothing-happens', 'failed-actions', 'inadmissible', 'format-hint', 'format-block', 'sql-error', 'no-table', 'no-column', 'bad-click', 'click-block', 'steps-left', 'step-budget', 'visited', 'closest', 'notes', 'held', 'buy-check', 'answer-check', 'guard', 'tracker', 'fix', 'stuck', 'explore', 'take', 'query', 'options', 'finish'] as const;
 /** notebook keys a note effect may set */
 export const NOTE_KEYS = ['count', 'stage', 'flag', 'held', 'goal', 'plan'] as const;
 const OPS = ['equals', 'contains', 'matches', 'imatches', 'gt', 'gte', 'lt', 'lte'] as const;
@@ -178,7 +178,7 @@ export function engineerToken(id: number): string | undefined {
  * version reads and writes other tokens (experiments key their cached engineers by it).
  * 2: the packet's names and excerpts in, the whole patch language out (1 was the 46-item menu).
  * 4: intervention blocks explore_unvisited, take_goal_object, search_goal, select_options and their hook names.
- * 5: the finish_goal block.
+ * 5: the finish_goal block and its hook name `finish`.
  */
 export const PATCH_LANG_VERSION = 5;
 

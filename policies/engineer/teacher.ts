@@ -187,9 +187,9 @@ export function componentsFor(f: Finding, env: Env, rng: Rng): Component[] {
         { code: code(rng, 'step-budget', 'preDecision', [['steps_hint', 'r']]), why: 'step limit: warn at a fraction of the budget' },
         { rule: rule('steps-left', 'preDecision', { path: 'limits.stepsLeft', lte: pick([5, 8, 10]) }, { type: 'hint', message: 'Only {{limits.stepsLeft}} steps are left. Finish the task now.' }), why: 'step limit: a countdown hint' },
         ...(env === 'alfworld' ? [{ code: code(rng, 'held', 'preDecision', [['track_held'], ['hint_held']]), why: 'step limit: say what is held, so the agent goes to put it' }] : []),
-        ...(env === 'alfworld' ? [{ code: code(rng, 'take', 'preAction', [['track_held'], ['take_goal_object']]), why: 'step limit: take the goal\'s object as soon as it is in reach, instead of walking past it' }] : []),
+        ...(env === 'alfworld' ? [{ code: code(rng, 'take', 'preAction', [['track_held'], ['take_goal_object'], ['finish_goal']]), why: 'step limit: take the goal\'s object as soon as it is in reach, instead of walking past it, and finish the goal with it when the finishing action is there' }] : []),
         ...(env === 'alfworld' ? [{ code: code(rng, 'take', 'preAction', [['track_held'], ['track_visited', 'r'], ['take_goal_object'], ['explore_unvisited', 0]]), why: 'step limit: take the goal\'s object when in reach; a `go to` of a place that is not there goes to an unvisited one' }] : []),
-        ...(env === 'alfworld' ? [{ code: code(rng, 'finish', 'preAction', [['track_held'], ['take_goal_object'], ['finish_goal']]), why: 'step limit: take the goal\'s object when in reach and, holding it, play the action that finishes the goal (heat, cool or clean it, use the lamp, put it where the goal says) as soon as it is there' }] : []),
+        ...(env === 'alfworld' ? [{ code: code(rng, 'finish', 'preAction', [['track_held'], ['finish_goal']]), why: 'step limit: holding the goal\'s object, play the action that finishes the goal (heat, cool or clean it, use the lamp, put it where the goal says) as soon as it is there, instead of carrying it around' }] : []),
         { code: code(rng, 'loop-counter', 'preDecision', [['goal_reminder', 'r']]), why: 'step limit: the goal again every few steps' },
       ];
     case 'invalid_format':

@@ -26,6 +26,22 @@ test('teacher - reads the signals: loops, no-ops, invalid formats, step limit', 
   t.true(diagnose(sql).some((f) => f.kind === 'sql_error'));
 });
 
+test('teacher - an ALFWorld step limit is answered with acting blocks, finish_goal among them, all in the grammar', (t) => {
+  const p = packet();
+  const whole = teacherForFinding(p, 'step_limit');
+  t.truthy(whole, 'the packet has a step limit');
+  const blocks = (whole!.patch.code ?? []).flatMap((c) => (parseComposed(c.hook, c.source) ?? []).map((u) => u.id));
+  t.true(blocks.includes('finish_goal'), blocks.join(','));
+  t.true(blocks.includes('take_goal_object'), blocks.join(','));
+  // over many seeds, some K proposals carry it, each one a sentence of the grammar
+  const props = Array.from({ length: 12 }, (_, s) => teacherPropose(p, { k: 4, seed: s })).flat();
+  const withFinish = props.filter((x) => (x.patch.code ?? []).some((c) => (parseComposed(c.hook, c.source) ?? []).some((u) => u.id === 'finish_goal')));
+  t.true(withFinish.length > 0, `${withFinish.length} of ${props.length}`);
+  for (const x of withFinish) t.not(patchToTokens(x.patch, packetNames(p)), null);
+  // not for other envs: the block reads ALFWorld's actions
+  t.false(JSON.stringify(teacherForFinding(packet('webshop'), 'step_limit')?.patch ?? {}).includes('finish_goal'));
+});
+
 test('teacher - K distinct proposals, each a valid patch; deterministic given (packet, seed); seeds differ', (t) => {
   const p = packet();
   const a = teacherPropose(p, { k: 6, seed: 1 });
