@@ -11,6 +11,7 @@ export const METHOD_COLOURS: Readonly<Record<string, string>> = {
   'prompted-editor': '#4e79a7',
   'best-fixed-patch': '#9c755f',
   'best-fixed': '#9c755f',
+  'best-fixed-transfer': '#c7a17a',
   'engineer-sft': '#76b7b2',
   'engineer-grpo': '#59a14f',
 };

@@ -66,46 +66,80 @@ export const BEST_FIXED_BATCHES = 8;
 export const BEST_FIXED_MISSING = 'not available (chosen from an engineer run\'s SFT proposals: pass --engineer with a hr1 train run folder)';
 
 /**
- * The best fixed patch: one packet-blind patch for every test packet, the control any
- * packet-reading method must beat. Candidates: the verified teacher proposals of the engineer's
- * SFT set (`sft.jsonl`, its `BEST_FIXED_CANDIDATES` with the largest Δ on their own batch,
- * distinct patches); each is rerun on the same `BEST_FIXED_BATCHES` training batches (that
- * engineer's SFT batches, so never evaluation episodes) and the one with the highest mean Δ of the
- * env's primary metric (the one the tables report: WebShop's score, success elsewhere) is
- * applied to every test packet. It reads no test packet.
+ * The training target of the engineer run that serves `env` (its `config.json`), or a typed error
+ * naming the file.
  */
-export const BEST_FIXED_PATCH: Method = {
-  name: 'best-fixed-patch',
-  label: 'best fixed patch',
-  kind: 'engineer',
-  // 2: chosen by the env's primary metric (WebShop's score), the one the tables report
-  version: 'best-fixed-2',
-  fixed: true,
-  available: (o) => trainedEngineer(o, BEST_FIXED_MISSING),
-  async propose(ctx) {
-    const file = modelPath(ctx.options, ctx.env, 'sft.jsonl');
-    if (!file) throw new ExpError('EXP_METHOD_FAILED', `best-fixed-patch: no sft.jsonl for ${ctx.env} under ${ctx.options.engineer}; pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: 'best-fixed-patch', env: ctx.env } });
-    const rows = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as SftRow).filter((r) => r.env === ctx.env);
-    if (rows.length === 0) return null;
-    const seen = new Set<string>();
-    const candidates = [...rows].sort((a, b) => b.delta - a.delta || (a.patchHash < b.patchHash ? -1 : 1)).filter((r) => !seen.has(r.patchHash) && seen.add(r.patchHash)).slice(0, BEST_FIXED_CANDIDATES);
-    const batches = [...new Map(rows.map((r) => [JSON.stringify(r.batch), r.batch])).values()].slice(0, BEST_FIXED_BATCHES);
-    const spec = { env: ctx.env, target: ctx.target, cache: ctx.cache, envOptions: ctx.envOptions, ...(ctx.targetOptions ? { targetOptions: ctx.targetOptions } : {}) };
-    const bases = [];
-    for (const b of batches) bases.push(await baseRecords(ctx.cluster, { ...spec, episodes: b }));
-    let best: SftRow | null = null;
-    let bestMean = -Infinity;
-    for (const c of candidates) {
-      let sum = 0;
-      for (let i = 0; i < batches.length; i++) {
-        const r = await rewardOf(ctx.cluster, { ...spec, episodes: batches[i]!, patch: c.patch, base: bases[i]! }, { metric: envDescriptor(ctx.env).metrics[0] });
-        sum += r.valid ? r.delta : 0;
+function engineerTargetOf(o: MethodOptions, env: string, method: string): string {
+  const file = modelPath(o, env, 'config.json');
+  let target: unknown;
+  try {
+    target = file ? (JSON.parse(readFileSync(file, 'utf8')) as { target?: unknown }).target : undefined;
+  } catch {
+    target = undefined;
+  }
+  if (typeof target !== 'string' || !target) {
+    throw new ExpError('EXP_METHOD_FAILED', `${method}: no readable config.json with a target for ${env} under ${o.engineer} (expected ${join(o.engineer ?? '?', env, 'config.json')}); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method, env } });
+  }
+  return target;
+}
+
+/**
+ * A best fixed patch. Candidates: the verified teacher proposals of the engineer's SFT set
+ * (`sft.jsonl`, its `BEST_FIXED_CANDIDATES` with the largest Δ on their own batch, distinct
+ * patches); each is rerun on the same `BEST_FIXED_BATCHES` training batches (that engineer's SFT
+ * batches, so never evaluation episodes) and the one with the highest mean Δ of the env's primary
+ * metric (the one the tables report: WebShop's score, success elsewhere) is applied to every test
+ * packet. It reads no test packet. `on: 'target'` reruns the candidates on the target being
+ * evaluated (retuned to it); `on: 'engineer-target'` on the target the engineer was trained on
+ * (its `config.json`), so on any other target it is that target's patch carried over, not retuned,
+ * as the engineer is.
+ */
+function bestFixed(name: string, label: string, version: string, on: 'target' | 'engineer-target'): Method {
+  return {
+    name,
+    label,
+    kind: 'engineer',
+    version,
+    fixed: true,
+    available: (o) => trainedEngineer(o, BEST_FIXED_MISSING),
+    async propose(ctx) {
+      const file = modelPath(ctx.options, ctx.env, 'sft.jsonl');
+      if (!file) throw new ExpError('EXP_METHOD_FAILED', `${name}: no sft.jsonl for ${ctx.env} under ${ctx.options.engineer}; pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: name, env: ctx.env } });
+      const rows = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as SftRow).filter((r) => r.env === ctx.env);
+      if (rows.length === 0) return null;
+      const seen = new Set<string>();
+      const candidates = [...rows].sort((a, b) => b.delta - a.delta || (a.patchHash < b.patchHash ? -1 : 1)).filter((r) => !seen.has(r.patchHash) && seen.add(r.patchHash)).slice(0, BEST_FIXED_CANDIDATES);
+      const batches = [...new Map(rows.map((r) => [JSON.stringify(r.batch), r.batch])).values()].slice(0, BEST_FIXED_BATCHES);
+      const target = on === 'target' ? ctx.target : engineerTargetOf(ctx.options, ctx.env, name);
+      // the engineer's target plays as the engineer's training played it (no per-target settings of the evaluated one)
+      const spec = { env: ctx.env, target, cache: ctx.cache, envOptions: ctx.envOptions, ...(on === 'target' && ctx.targetOptions ? { targetOptions: ctx.targetOptions } : {}) };
+      const bases = [];
+      for (const b of batches) bases.push(await baseRecords(ctx.cluster, { ...spec, episodes: b }));
+      let best: SftRow | null = null;
+      let bestMean = -Infinity;
+      for (const c of candidates) {
+        let sum = 0;
+        for (let i = 0; i < batches.length; i++) {
+          const r = await rewardOf(ctx.cluster, { ...spec, episodes: batches[i]!, patch: c.patch, base: bases[i]! }, { metric: envDescriptor(ctx.env).metrics[0] });
+          sum += r.valid ? r.delta : 0;
+        }
+        if (sum / batches.length > bestMean) {
+          bestMean = sum / batches.length;
+          best = c;
+        }
       }
-      if (sum / batches.length > bestMean) {
-        bestMean = sum / batches.length;
-        best = c;
-      }
-    }
-    return best?.patch ?? null;
-  },
-};
+      return best?.patch ?? null;
+    },
+  };
+}
+
+/** The best fixed patch: one packet-blind patch for every test packet, chosen on the evaluated target (see {@link bestFixed}). */
+// version 2: chosen by the env's primary metric (WebShop's score), the one the tables report
+export const BEST_FIXED_PATCH: Method = bestFixed('best-fixed-patch', 'best fixed patch', 'best-fixed-2', 'target');
+
+/**
+ * The best fixed patch chosen on the engineer's training target and carried over unchanged: the
+ * cross-model control with the engineer's own information (neither is retuned to the new target).
+ * On the engineer's own target it is the best fixed patch.
+ */
+export const BEST_FIXED_TRANSFER: Method = bestFixed('best-fixed-transfer', 'best fixed patch (carried over)', 'best-fixed-transfer-1', 'engineer-target');

@@ -13,7 +13,7 @@ import type { EpisodeRecord } from '../../harness/index.ts';
 import { BASELINES } from '../../policies/targets/baselines.ts';
 import { teacherPropose, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
-import { BEST_FIXED_PATCH, ENGINEER_MISSING, engineerMethods } from './engineer-methods.ts';
+import { BEST_FIXED_PATCH, BEST_FIXED_TRANSFER, ENGINEER_MISSING, engineerMethods } from './engineer-methods.ts';
 import { scoreOnOwnBatch, type MethodProposal } from './best-of-k.ts';
 import { LLM_EDITOR, type LlmEditorInput } from './llm-editor.ts';
 
@@ -112,6 +112,7 @@ export function builtinMethods(): Method[] {
     PROMPTED_EDITOR,
     LLM_EDITOR,
     BEST_FIXED_PATCH,
+    BEST_FIXED_TRANSFER,
     ...engineerMethods(),
   ];
 }

@@ -40,7 +40,7 @@ test('methods - as runExpMain resolves them: --engineer makes the engineer rows 
   t.deepEqual(meta.filter((m) => m.kind === 'engineer').map((m) => [m.name, m.available]), [['best-fixed-patch', true], ['engineer-sft', true], ['engineer-grpo', true]]);
   t.is(methodOptionsOf(o).engineer, '/some/run');
   const without = methodsMeta(resolveExpMain({ envs: ['dbbench'] }).methods, resolveExpMain({ envs: ['dbbench'] })).meta;
-  t.true(without.filter((m) => m.kind === 'engineer').every((m) => m.available === (m.name === 'best-fixed-patch' ? BEST_FIXED_MISSING : ENGINEER_MISSING)));
+  t.true(without.filter((m) => m.kind === 'engineer').every((m) => m.available === (m.name.startsWith('best-fixed') ? BEST_FIXED_MISSING : ENGINEER_MISSING)));
 });
 
 test.serial('methods - resetMethods puts the built-in engineers back after a replacement', (t) => {
@@ -51,5 +51,5 @@ test.serial('methods - resetMethods puts the built-in engineers back after a rep
     resetMethods();
   }
   t.is(getMethod('engineer-grpo').version, 'builtin-1');
-  t.deepEqual(builtinMethods().map((m) => m.name), ['vanilla', 'react', 'self-refine', 'prompted-editor', 'llm-editor', 'best-fixed-patch', 'engineer-sft', 'engineer-grpo']);
+  t.deepEqual(builtinMethods().map((m) => m.name), ['vanilla', 'react', 'self-refine', 'prompted-editor', 'llm-editor', 'best-fixed-patch', 'best-fixed-transfer', 'engineer-sft', 'engineer-grpo']);
 });
