@@ -8,7 +8,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { baseRecords, rewardOf, type SftRow } from '../../drivers/index.ts';
 import { envDescriptor } from '../../envs/registry.ts';
-import { loadBuiltinEngineer } from '../../policies/engineer/index.ts';
+import { hashString } from '../../cluster/rng.ts';
+import { loadBuiltinEngineer, packetHash } from '../../policies/engineer/index.ts';
 import { hfRunFile, proposeFromHfRun } from '../../policies/engineer/hf/index.ts';
 import { ExpError } from './errors.ts';
 import { isLlmEngineerSpec } from './llm-editor.ts';
@@ -33,12 +34,22 @@ function modelPath(o: MethodOptions, env: string, file: string): string | undefi
   return undefined;
 }
 
-function engineerMethod(name: string, label: string, file: string): Method {
+/** The sampling temperature of the `-sampled` engineer rows: GRPO's own (train.ts samples its groups at 1.0, top-p 1.0). */
+export const SAMPLED_ENGINEER_TEMPERATURE = 1;
+
+/**
+ * An engineer checkpoint as a method. Greedy (`sampled: false`): its single most likely token at
+ * each step. Sampled: one patch drawn as GRPO draws its candidates (T 1, top-p 1), seeded by the
+ * packet and the run's seed, so the same packet and seed give the same patch; over a table's
+ * packets its value estimates the expected reward GRPO maximised, where greedy decoding can
+ * leave that distribution (docs/EXPERIMENTS.md, the main job).
+ */
+function engineerMethod(name: string, label: string, file: string, sampled = false): Method {
   return {
     name,
     label,
     kind: 'engineer',
-    version: 'builtin-1',
+    version: sampled ? 'builtin-sampled-1' : 'builtin-1',
     available: (o) => trainedEngineer(o, ENGINEER_MISSING),
     async propose(ctx) {
       const path = modelPath(ctx.options, ctx.env, file);
@@ -48,8 +59,14 @@ function engineerMethod(name: string, label: string, file: string): Method {
       // an hf: engineer's run (engineer.safetensors beside config.json): its greedy patch through the torch sampler
       const hf = hfRunFile(dirname(path), file);
       if (hf) return proposeFromHfRun(dirname(path), hf, ctx.packet);
-      // greedy: the engineer's single best patch for this packet
-      const [patch] = await loadBuiltinEngineer(path).propose(ctx.packet, { temperature: 0 });
+      const eng = loadBuiltinEngineer(path);
+      // sampled: one draw at GRPO's temperature, seeded by (seed, packet)
+      if (sampled) {
+        const [patch] = await eng.propose(ctx.packet, { k: 1, temperature: SAMPLED_ENGINEER_TEMPERATURE, topP: 1, seed: hashString(`${ctx.seed}|${packetHash(ctx.packet)}`) });
+        return patch ?? null;
+      }
+      // greedy: the engineer's single most likely token at each step
+      const [patch] = await eng.propose(ctx.packet, { temperature: 0 });
       return patch ?? null;
     },
   };
@@ -57,7 +74,12 @@ function engineerMethod(name: string, label: string, file: string): Method {
 
 /** `engineer-sft` and `engineer-grpo`, the built-in engineer's two checkpoints. */
 export function engineerMethods(): Method[] {
-  return [engineerMethod('engineer-sft', 'engineer, SFT only', 'engineer-sft.onnx'), engineerMethod('engineer-grpo', 'engineer, SFT+GRPO (Harness-R1)', 'engineer.onnx')];
+  return [
+    engineerMethod('engineer-sft', 'engineer, SFT only', 'engineer-sft.onnx'),
+    engineerMethod('engineer-grpo', 'engineer, SFT+GRPO (Harness-R1)', 'engineer.onnx'),
+    engineerMethod('engineer-sft-sampled', 'engineer, SFT only (sampled)', 'engineer-sft.onnx', true),
+    engineerMethod('engineer-grpo-sampled', 'engineer, SFT+GRPO (sampled)', 'engineer.onnx', true),
+  ];
 }
 
 /** Candidates and training batches the best fixed patch is chosen over (each candidate is rerun on each batch). */

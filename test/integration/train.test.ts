@@ -6,6 +6,8 @@ import { init } from '../../cluster/init.ts';
 import { ConfigError } from '../../cluster/errors.ts';
 import { TRAIN_SPLITS_FILE, resolveTrainConfig, trainEngineer, trainSplits } from '../../experiments/train.ts';
 import { SEED_SPACES, findOverlaps } from '../../drivers/index.ts';
+import { getMethod } from '../../experiments/runner/methods.ts';
+import { canonicalJson, toPatch } from '../../harness/index.ts';
 
 // the machinery, not the engineer's quality: the smallest model whose window holds a prompt and a patch
 const SMALL = { dModel: 64, nLayers: 1, nHeads: 2, maxLen: 768 };
@@ -38,6 +40,17 @@ test('train - SFT then GRPO end to end: the loss falls, every sampled patch pars
     t.is(splits.envs.alfworld.grpo.length, 2 * 8);
     t.true(splits.envs.alfworld.grpo.every((e: { seed: number }) => e.seed >= SEED_SPACES.grpo));
     t.deepEqual(findOverlaps([{ name: 'sft', env: 'alfworld', episodes: splits.envs.alfworld.sft }, { name: 'grpo', env: 'alfworld', episodes: splits.envs.alfworld.grpo }]), []);
+    // the engineer as experiment rows: greedy, and sampled as GRPO samples (the same patch for the same seed and packet)
+    const packet = JSON.parse(readFileSync(join(out, 'sft.jsonl'), 'utf8').trim().split('\n')[0]!).packet;
+    const ctx = (seed: number) => ({ env: 'alfworld', target: 'sim/llama-3b', packet, trainRecords: [], trainEpisodes: [], seed, cluster: rt.cluster, cache: null, envOptions: {}, options: { engineer: out, editor: { k: 1, select: 'first' as const } } });
+    const greedy = getMethod('engineer-grpo');
+    t.is(canonicalJson(await greedy.propose(ctx(0))), canonicalJson(await greedy.propose(ctx(5))), 'greedy ignores the seed');
+    const sampled = getMethod('engineer-grpo-sampled');
+    t.is(canonicalJson(await sampled.propose(ctx(3))), canonicalJson(await sampled.propose(ctx(3))), 'the same seed and packet: the same patch');
+    const draws = new Set<string>();
+    for (let s = 0; s < 6; s++) draws.add(canonicalJson(await sampled.propose(ctx(s))));
+    t.true(draws.size >= 2, `${draws.size} distinct patches over 6 seeds at T 1`);
+    for (const d of draws) t.notThrows(() => toPatch(JSON.parse(d)), 'every draw is a valid patch');
   } finally {
     await rt.shutdown();
     rmSync(out, { recursive: true, force: true });
