@@ -4,6 +4,8 @@
  * (kept apart: drivers/splits.ts), and the names of the files a run folder lists them in. Light on
  * purpose: experiments and run-folder readers import it without the learner and the sampler.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { EpisodeRef } from '../actors/target.ts';
 import { SEED_SPACES, VERIFY_SEED_STRIDE, assertDisjoint, heldoutBatch, makeBatches, type EpisodeSet } from '../drivers/index.ts';
 import { envDescriptor } from '../envs/registry.ts';
@@ -26,6 +28,15 @@ export interface TrainSplits {
   kind: 'hr1-train-splits/1';
   /** per env: its target and split, and the episodes of each purpose (with `reward.on: heldout`, verify and grpo hold the held-out batches too) */
   envs: Record<string, { target: string; split: string; sft: EpisodeRef[]; verify: EpisodeRef[]; grpo: EpisodeRef[] }>;
+}
+
+/**
+ * The `splits.json` an engineer folder holds for `env` (a one-env run's `DIR/<env>/` or `DIR/`,
+ * as `--engineer DIR` is looked up), with its path; null when there is none.
+ */
+export function findTrainSplits(engineerDir: string, env: string): { file: string; splits: TrainSplits } | null {
+  const file = [join(engineerDir, env, TRAIN_SPLITS_FILE), join(engineerDir, TRAIN_SPLITS_FILE)].find((f) => existsSync(f));
+  return file ? { file, splits: JSON.parse(readFileSync(file, 'utf8')) as TrainSplits } : null;
 }
 
 /** GRPO iteration `it`'s batch: its own seed range (SEED_SPACES.grpo), apart from the SFT batches. */

@@ -21,7 +21,7 @@ import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts'
 import { ExpError } from '../runner/errors.ts';
 import { ExpRun, episodesOf, rolesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
 import { assertDisjoint, describeSet, type EpisodeSet } from '../../drivers/splits.ts';
-import { TRAIN_SPLITS_FILE, type TrainSplits } from '../train-plan.ts';
+import { TRAIN_SPLITS_FILE, findTrainSplits } from '../train-plan.ts';
 import { getMethod, methodAvailable, type Method, type MethodOptions } from '../runner/methods.ts';
 import { LlmEditorSchema } from '../runner/llm-editor.ts';
 import { makeProgress, type ProgressMode } from '../runner/progress.ts';
@@ -316,13 +316,13 @@ export function checkSplits(o: Pick<CommonOptions, 'envs' | 'seed' | 'test' | 't
     sets.push(packets ? packets(env) : { name: 'evaluation packets', env, episodes: trainBatches(env, { packets: o.train.packets, batchSize: o.train.batchSize, seed: o.seed, roles: o.splits?.[env] }).flat() });
     sets.push({ name: 'test', env, episodes: episodesOf(testTasks(env, o.test.tasks, o.seed, {}, o.splits?.[env]), o.test.seeds) });
     if (!useEngineer || !o.engineer) continue;
-    const file = [join(o.engineer, env, TRAIN_SPLITS_FILE), join(o.engineer, TRAIN_SPLITS_FILE)].find((f) => existsSync(f));
-    if (!file) {
+    const found = findTrainSplits(o.engineer, env);
+    if (!found) {
       // an engineer for this env must exist for its rows to run; without one the method reports itself
       if (![join(o.engineer, env, 'engineer.onnx'), join(o.engineer, 'engineer.onnx')].some((f) => existsSync(f))) continue;
       throw new ExpError('EXP_CONFIG', `the engineer under ${o.engineer} has no ${TRAIN_SPLITS_FILE} for ${env} (it was trained before runs recorded their episodes), so the run cannot check that it was not trained on the episodes it is evaluated on; train it again with hr1 train`, { path: 'engineer', data: { engineer: o.engineer, env } });
     }
-    const ts = JSON.parse(readFileSync(file, 'utf8')) as TrainSplits;
+    const { file, splits: ts } = found;
     const e = ts.envs?.[env];
     if (!e) continue; // an engineer trained for other envs: its rows report the missing model
     // the SFT rows it learned from (0: the teacher's proposals all failed verification, so its SFT-only model is untrained)

@@ -11,6 +11,7 @@ import { envDescriptor } from '../../envs/registry.ts';
 import { hashString } from '../../cluster/rng.ts';
 import { loadBuiltinEngineer, packetHash } from '../../policies/engineer/index.ts';
 import { hfRunFile, proposeFromHfRun } from '../../policies/engineer/hf/index.ts';
+import { TRAIN_SPLITS_FILE, findTrainSplits } from '../train-plan.ts';
 import { ExpError } from './errors.ts';
 import { isLlmEngineerSpec } from './llm-editor.ts';
 import type { Method, MethodOptions } from './methods.ts';
@@ -34,15 +35,31 @@ function modelPath(o: MethodOptions, env: string, file: string): string | undefi
   return undefined;
 }
 
-/** The sampling temperature of the `-sampled` engineer rows: GRPO's own (train.ts samples its groups at 1.0, top-p 1.0). */
-export const SAMPLED_ENGINEER_TEMPERATURE = 1;
+/**
+ * How the engineer run that serves `env` sampled its GRPO candidates (its `config.json`'s
+ * `grpo.temperature` and `grpo.topP`), or a typed error naming the file.
+ */
+function grpoSampling(o: MethodOptions, env: string, method: string): { temperature: number; topP: number } {
+  const file = modelPath(o, env, 'config.json');
+  let grpo: { temperature?: unknown; topP?: unknown } | undefined;
+  try {
+    grpo = file ? (JSON.parse(readFileSync(file, 'utf8')) as { grpo?: typeof grpo }).grpo : undefined;
+  } catch {
+    grpo = undefined;
+  }
+  if (typeof grpo?.temperature !== 'number' || typeof grpo.topP !== 'number') {
+    throw new ExpError('EXP_METHOD_FAILED', `${method}: no readable config.json with grpo.temperature and grpo.topP for ${env} under ${o.engineer} (expected ${join(o.engineer ?? '?', env, 'config.json')}); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method, env } });
+  }
+  return { temperature: grpo.temperature, topP: grpo.topP };
+}
 
 /**
  * An engineer checkpoint as a method. Greedy (`sampled: false`): its single most likely token at
- * each step. Sampled: one patch drawn as GRPO draws its candidates (T 1, top-p 1), seeded by the
- * packet and the run's seed, so the same packet and seed give the same patch; over a table's
- * packets its value estimates the expected reward GRPO maximised, where greedy decoding can
- * leave that distribution (docs/EXPERIMENTS.md, the main job).
+ * each step. Sampled: one patch drawn as that run's GRPO drew its candidates (its
+ * `grpo.temperature` and `grpo.topP`), seeded by the packet and the run's seed, so the same packet
+ * and seed give the same patch; over a table's packets its value estimates the expected reward
+ * GRPO maximised, where greedy decoding can leave that distribution (docs/EXPERIMENTS.md, the main
+ * job). An hf: engineer decodes greedily only, so its sampled rows are a typed error.
  */
 function engineerMethod(name: string, label: string, file: string, sampled = false): Method {
   return {
@@ -58,15 +75,11 @@ function engineerMethod(name: string, label: string, file: string, sampled = fal
       }
       // an hf: engineer's run (engineer.safetensors beside config.json): its greedy patch through the torch sampler
       const hf = hfRunFile(dirname(path), file);
+      if (hf && sampled) throw new ExpError('EXP_METHOD_FAILED', `${name}: the hf: engineer under ${ctx.options.engineer} decodes greedily only; use ${name.replace(/-sampled$/, '')}`, { path: 'engineer', data: { method: name, env: ctx.env } });
       if (hf) return proposeFromHfRun(dirname(path), hf, ctx.packet);
-      const eng = loadBuiltinEngineer(path);
-      // sampled: one draw at GRPO's temperature, seeded by (seed, packet)
-      if (sampled) {
-        const [patch] = await eng.propose(ctx.packet, { k: 1, temperature: SAMPLED_ENGINEER_TEMPERATURE, topP: 1, seed: hashString(`${ctx.seed}|${packetHash(ctx.packet)}`) });
-        return patch ?? null;
-      }
-      // greedy: the engineer's single most likely token at each step
-      const [patch] = await eng.propose(ctx.packet, { temperature: 0 });
+      // sampled: one draw as the run's GRPO drew, seeded by (seed, packet); greedy: the most likely token at each step
+      const decode = sampled ? { k: 1, ...grpoSampling(ctx.options, ctx.env, name), seed: hashString(`${ctx.seed}|${packetHash(ctx.packet)}`) } : { temperature: 0 };
+      const [patch] = await loadBuiltinEngineer(path).propose(ctx.packet, decode);
       return patch ?? null;
     },
   };
@@ -88,19 +101,13 @@ export const BEST_FIXED_BATCHES = 8;
 export const BEST_FIXED_MISSING = 'not available (chosen from an engineer run\'s SFT proposals: pass --engineer with a hr1 train run folder)';
 
 /**
- * The training target of the engineer run that serves `env` (its `config.json`), or a typed error
- * naming the file.
+ * The target the engineer run that serves `env` was trained on (its `splits.json`, per env, as
+ * the experiments' disjointness check reads it), or a typed error naming the file.
  */
 function engineerTargetOf(o: MethodOptions, env: string, method: string): string {
-  const file = modelPath(o, env, 'config.json');
-  let target: unknown;
-  try {
-    target = file ? (JSON.parse(readFileSync(file, 'utf8')) as { target?: unknown }).target : undefined;
-  } catch {
-    target = undefined;
-  }
+  const target = o.engineer ? findTrainSplits(o.engineer, env)?.splits.envs?.[env]?.target : undefined;
   if (typeof target !== 'string' || !target) {
-    throw new ExpError('EXP_METHOD_FAILED', `${method}: no readable config.json with a target for ${env} under ${o.engineer} (expected ${join(o.engineer ?? '?', env, 'config.json')}); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method, env } });
+    throw new ExpError('EXP_METHOD_FAILED', `${method}: no ${TRAIN_SPLITS_FILE} with a target for ${env} under ${o.engineer} (expected ${join(o.engineer ?? '?', env, TRAIN_SPLITS_FILE)}); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method, env } });
   }
   return target;
 }
@@ -113,7 +120,7 @@ function engineerTargetOf(o: MethodOptions, env: string, method: string): string
  * metric (the one the tables report: WebShop's score, success elsewhere) is applied to every test
  * packet. It reads no test packet. `on: 'target'` reruns the candidates on the target being
  * evaluated (retuned to it); `on: 'engineer-target'` on the target the engineer was trained on
- * (its `config.json`), so on any other target it is that target's patch carried over, not retuned,
+ * (its `splits.json`), so on any other target it is that target's patch carried over, not retuned,
  * as the engineer is.
  */
 function bestFixed(name: string, label: string, version: string, on: 'target' | 'engineer-target'): Method {

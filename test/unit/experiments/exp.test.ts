@@ -157,13 +157,13 @@ test('best fixed patch - the SFT proposal with the highest mean Δ over the trai
   const idx = distinct.findIndex((r) => canonicalJson(r.patch) === canonicalJson(chosen));
   t.true(idx >= 0, 'one of the SFT proposals');
   t.is(means[idx], Math.max(...means));
-  // carried over: chosen on the engineer's training target (its config.json), whatever target it is then played on
-  writeFileSync(join(eng, 'config.json'), JSON.stringify({ env: 'alfworld', target: 'sim/qwen-3b' }));
+  // carried over: chosen on the engineer's training target (its splits.json), whatever target it is then played on
+  writeFileSync(join(eng, TRAIN_SPLITS_FILE), JSON.stringify({ kind: 'hr1-train-splits/1', envs: { alfworld: { target: 'sim/qwen-3b', split: 'valid_train', sft: [], verify: [], grpo: [] } } }));
   const carried = await BEST_FIXED_TRANSFER.propose({ env: 'alfworld', target: 'sim/no-such-profile', packet: extractPacket([]), trainRecords: [], trainEpisodes: [], seed: 0, cluster: rt.cluster, cache: null, envOptions: {}, options: { engineer: eng, editor: { k: 1, select: 'first' } } });
   t.is(canonicalJson(carried), canonicalJson(chosen), 'the patch the engineer target chose; the evaluated target is never played');
   await t.throwsAsync(BEST_FIXED_PATCH.propose({ env: 'alfworld', target: 'sim/no-such-profile', packet: extractPacket([]), trainRecords: [], trainEpisodes: [], seed: 0, cluster: rt.cluster, cache: null, envOptions: {}, options: { engineer: eng, editor: { k: 1, select: 'first' } } }), undefined, 'the retuned one plays the evaluated target');
-  rmSync(join(eng, 'config.json'));
-  await t.throwsAsync(BEST_FIXED_TRANSFER.propose({ env: 'alfworld', target: 'sim/qwen-3b', packet: extractPacket([]), trainRecords: [], trainEpisodes: [], seed: 0, cluster: rt.cluster, cache: null, envOptions: {}, options: { engineer: eng, editor: { k: 1, select: 'first' } } }), { code: 'EXP_METHOD_FAILED', message: /best-fixed-transfer: no readable config\.json with a target for alfworld/ } as never);
+  rmSync(join(eng, TRAIN_SPLITS_FILE));
+  await t.throwsAsync(BEST_FIXED_TRANSFER.propose({ env: 'alfworld', target: 'sim/qwen-3b', packet: extractPacket([]), trainRecords: [], trainEpisodes: [], seed: 0, cluster: rt.cluster, cache: null, envOptions: {}, options: { engineer: eng, editor: { k: 1, select: 'first' } } }), { code: 'EXP_METHOD_FAILED', message: /best-fixed-transfer: no splits\.json with a target for alfworld/ } as never);
   // in exp main: one unit for every packet, its row in the table
   const r = await runExpMain({ ...SMALL, envs: ['alfworld'], methods: ['vanilla', 'best-fixed-patch'], engineer: eng, out: join(root, 'fixed') }, { ...quiet, cluster: rt.cluster });
   const fixedRows = r.rows.filter((x) => x.method === 'best-fixed-patch');

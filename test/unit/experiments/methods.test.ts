@@ -3,7 +3,7 @@
  * register call), `engineer-sft` and `engineer-grpo` are the real ones, not placeholders.
  */
 import test from 'ava';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENGINEER_MISSING, getMethod, methodNames, registerMethod, resetMethods, resolveExpMain } from '../../../experiments/exp/index.ts';
@@ -29,6 +29,25 @@ test('methods - engineer-sft and engineer-grpo are in the registry with their re
       t.true(err!.message.includes(`no ${file} for alfworld under ${dir}`), err!.message);
       t.false(err!.message.includes(ENGINEER_MISSING));
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('methods - the sampled engineer rows sample as the run\'s GRPO did, and say so when they cannot', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'hr1-eng-'));
+  try {
+    const ctx = { env: 'alfworld', packet: { env: 'alfworld', episodes: [] }, seed: 0, options: { engineer: dir, editor: { k: 4, select: 'first' } } } as unknown as MethodContext;
+    const m = getMethod('engineer-grpo-sampled');
+    t.is(m.version, 'builtin-sampled-1');
+    // a run without its config.json: how it sampled is unknown
+    writeFileSync(join(dir, 'engineer.onnx'), '');
+    await t.throwsAsync(m.propose(ctx), { code: 'EXP_METHOD_FAILED', message: /engineer-grpo-sampled: no readable config\.json with grpo\.temperature and grpo\.topP for alfworld/ } as never);
+    // an hf: engineer decodes greedily only
+    rmSync(join(dir, 'engineer.onnx'));
+    writeFileSync(join(dir, 'engineer.safetensors'), '');
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ engineer: 'hf:/nowhere', grpo: { temperature: 1, topP: 1 } }));
+    await t.throwsAsync(m.propose(ctx), { code: 'EXP_METHOD_FAILED', message: /decodes greedily only; use engineer-grpo$/ } as never);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
