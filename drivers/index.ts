@@ -8,7 +8,7 @@ export { rollout, targetGroup, envGroup, rolloutKeys, summarizeRecords, checkRep
 export { ClientStatsCollector, sumClientStats, formatEndpointStats, type EndpointStats } from './client-stats.ts';
 export { EpisodeCache, episodeKey, DEFAULT_CACHE_PATH, type EpisodeKey } from './episode-cache.ts';
 export { rewardOf, rewardGroup, baseRecords, checkCandidate, type RewardSpec, type RewardOptions, type RewardResult } from './reward.ts';
-export { buildSftDataset, makeBatches, heldoutBatch, formatSftSummary, patchParts, VERIFY_RULES, VERIFY_SEED_STRIDE, type VerifyRule, DEFAULT_BATCH_SIZE, DEFAULT_MIN_DELTA, SFT_ROW_KIND, type SftRow, type SftOptions, type SftSummary, type SftProgress } from './sft-dataset.ts';
+export { abstainRows, buildSftDataset, makeBatches, heldoutBatch, formatSftSummary, patchParts, VERIFY_RULES, VERIFY_SEED_STRIDE, type VerifyRule, DEFAULT_BATCH_SIZE, DEFAULT_MIN_DELTA, SFT_ROW_KIND, type SftRow, type SftPacket, type SftOptions, type SftSummary, type SftProgress } from './sft-dataset.ts';
 export {
   OUTCOME_ROW_KIND,
   DEFAULT_VALIDATOR_DIR,

@@ -11,7 +11,7 @@ import { Rng } from '../cluster/rng.ts';
 import { listTasks, type EnvOptions } from '../envs/registry.ts';
 import type { EpisodeCache } from './episode-cache.ts';
 import type { EpisodeRef } from '../actors/target.ts';
-import { canonicalJson, type Patch } from '../harness/index.ts';
+import { canonicalJson, patchHash, type Patch } from '../harness/index.ts';
 import type { EpisodeRecord } from '../harness/types.ts';
 import { EngineerError, MissingEvaluationError } from '../policies/engineer/errors.ts';
 import { extractPacket, packetHash, type Packet, type PacketOptions } from '../policies/engineer/packet.ts';
@@ -99,7 +99,45 @@ export interface SftRow {
   patched: number;
   /** with `verifySeeds` > 1: Δ on each verification (the batch's seeds first) */
   deltas?: number[];
-  teacher: { name: 'prompted-editor'; seed: number; index: number; addresses: string[] };
+  /**
+   * where the patch came from: a teacher proposal, or (`abstain`, {@link abstainRows}) the empty
+   * patch written for a packet of an env where no teacher proposal passed verification
+   */
+  teacher: { name: 'prompted-editor' | 'abstain'; seed: number; index: number; addresses: string[] };
+}
+
+/** A batch's packet, as {@link buildSftDataset} extracted it (whether or not a row was kept). */
+export interface SftPacket {
+  batch: EpisodeRef[];
+  packet: Packet;
+  packetHash: string;
+  /** success (or score) of the unpatched target on the batch */
+  base: number;
+}
+
+/**
+ * The rows of an env where no teacher proposal passed verification: each packet → the empty patch
+ * (the harness left as it is), Δ 0. Without them the engineer of such an env is untrained, and its
+ * grammar-sampled patches cost the target the few tasks it wins (DBBench, docs/EXPERIMENTS.md).
+ */
+export function abstainRows(env: string, target: string, packets: readonly SftPacket[]): SftRow[] {
+  return packets
+    .filter((p) => p.packet.episodes.length > 0)
+    .map((p, i) => ({
+      kind: SFT_ROW_KIND,
+      env,
+      target,
+      batch: p.batch,
+      packetHash: p.packetHash,
+      packet: p.packet,
+      patchHash: patchHash({}),
+      patch: {},
+      completion: canonicalJson({}),
+      delta: 0,
+      base: p.base,
+      patched: p.base,
+      teacher: { name: 'abstain', seed: 0, index: i, addresses: [] },
+    }));
 }
 
 export interface SftProgress {
@@ -191,7 +229,7 @@ export interface SftSummary {
  * const batches = makeBatches('alfworld', { count: 8, size: 20 });
  * const { summary } = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target: 'sim/llama-3b', batches, k: 4, out: 'sft.jsonl' });
  */
-export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; summary: SftSummary; missing: MissingEvaluationError[] }> {
+export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; packets: SftPacket[]; summary: SftSummary; missing: MissingEvaluationError[] }> {
   const t0 = performance.now();
   const k = o.k ?? DEFAULT_K;
   const minDelta = o.minDelta ?? DEFAULT_MIN_DELTA;
@@ -203,6 +241,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
   for (const kind of o.kinds ?? []) if (!(FINDING_KINDS as readonly string[]).includes(kind)) throw new EngineerError('ENGINEER_BAD_OPTION', `sft.kinds: ${String(kind)} is not a finding kind; use some of ${FINDING_KINDS.join(', ')}`, { field: 'kinds' });
   if (o.kinds && o.kinds.length === 0) throw new EngineerError('ENGINEER_BAD_OPTION', 'sft.kinds is empty: the teacher would propose nothing; omit it to answer every finding', { field: 'kinds' });
   const rows: SftRow[] = [];
+  const packets: SftPacket[] = [];
   const missing: MissingEvaluationError[] = [];
   let proposals = 0;
   let valid = 0;
@@ -230,6 +269,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
     }
     const packet = extractPacket(base, o.packet);
     const ph = packetHash(packet);
+    packets.push({ batch: episodes, packet, packetHash: ph, base: base.reduce((n, r) => n + (o.metric === 'score' ? r.outcome.reward : r.outcome.won ? 1 : 0), 0) / Math.max(1, base.length) });
     progress(b, 'propose');
     const seed = (o.teacherSeed ?? 0) + b;
     const props = teacherPropose(packet, { k, seed, ...(o.kinds ? { kinds: o.kinds } : {}) });
@@ -336,6 +376,7 @@ export async function buildSftDataset(o: SftOptions): Promise<{ rows: SftRow[]; 
   const keptDelta = rows.reduce((n, r) => n + r.delta, 0);
   return {
     rows,
+    packets,
     missing,
     summary: {
       batches,

@@ -17,7 +17,7 @@ import { describeIssues } from '../cluster/codec.ts';
 import '../actors/grammars.ts';
 import { Learner } from '../actors/learner.ts';
 import { EpisodeCache, rollout } from '../drivers/index.ts';
-import { buildSftDataset, makeBatches, rewardGroup, type RewardResult, type SftRow } from '../drivers/index.ts';
+import { abstainRows, buildSftDataset, makeBatches, rewardGroup, type RewardResult, type SftRow } from '../drivers/index.ts';
 import { extractPacket, FINDING_KINDS } from '../policies/engineer/index.ts';
 import { envDescriptor, envNames, isEnvName } from '../envs/registry.ts';
 import { canonicalJson, toPatch } from '../harness/index.ts';
@@ -73,6 +73,11 @@ export const TrainConfigSchema = z
         verifyRule: z.enum(['mean', 'all']).default('mean'),
         /** keep the smallest verified edit: drop a kept proposal's parts while it still passes (drivers/sft-dataset.ts) */
         minimize: z.boolean().default(false),
+        /**
+         * an env where no teacher proposal passed verification learns the empty patch on each of its
+         * packets (drivers/sft-dataset.ts abstainRows) instead of leaving its engineer untrained
+         */
+        abstain: z.boolean().default(true),
         /** the finding kinds the teacher answers (all when omitted): e.g. [seen_target], a teacher that only copies what the excerpts showed */
         kinds: z.array(z.enum(FINDING_KINDS)).min(1).optional(),
         epochs: z.number().int().min(0).default(30),
@@ -80,7 +85,7 @@ export const TrainConfigSchema = z
         lr: z.number().positive().default(3e-3),
       })
       .strict()
-      .default({ batches: 8, k: 4, minDelta: 0, verifySeeds: 1, verifyRule: 'mean', minimize: false, epochs: 30, batchSize: 16, lr: 3e-3 }),
+      .default({ batches: 8, k: 4, minDelta: 0, verifySeeds: 1, verifyRule: 'mean', minimize: false, abstain: true, epochs: 30, batchSize: 16, lr: 3e-3 }),
     grpo: z
       .object({
         iterations: z.number().int().min(0).default(24),
@@ -373,6 +378,14 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       const verifyBatches = cfg.reward.on === 'heldout' ? (b: number) => sftVerifyBatches(cfg, env, splitOf(env), b, batches[b]!) : undefined;
       const ds = await buildSftDataset({ cluster, env, target, batches, ...(verifyBatches ? { verifyBatches } : {}), metric: rewardMetric(cfg, env), k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, ...(cfg.sft.kinds ? { kinds: cfg.sft.kinds } : {}), teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
       rows.push(...ds.rows);
+      if (ds.rows.length === 0 && cfg.sft.abstain) {
+        const ab = abstainRows(env, target, ds.packets);
+        rows.push(...ab);
+        if (ab.length) {
+          writeFileSync(join(out, file), ab.map((r) => `${JSON.stringify(r)}\n`).join(''));
+          log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: no teacher proposal passed verification; the engineer learns the empty patch on the ${ab.length} packets (sft.abstain)`);
+        }
+      }
       partsDropped += ds.summary.partsDropped;
     }
     const ds = { rows };
@@ -383,7 +396,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       })
       .filter((x): x is { prompt: number[]; completion: number[] } => x.completion !== null);
     log(`  sft data: ${ds.rows.length} rows kept (${sftPairs.length} in the patch grammar), mean Δ ${mean(ds.rows.map((r) => r.delta)).toFixed(3)}${partsDropped ? `, ${partsDropped} parts dropped by minimize` : ''}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    if (sftPairs.length === 0) log('  warning: no teacher proposal raised success on its batch (Δ > minDelta), so SFT has no data and GRPO starts from an untrained engineer; use more sft.batches or sft.k, or a lower sft.minDelta');
+    if (sftPairs.length === 0) log('  warning: no teacher proposal raised success on its batch (Δ > minDelta) and sft.abstain is off, so SFT has no data and GRPO starts from an untrained engineer; use more sft.batches or sft.k, a lower sft.minDelta, or sft.abstain: true');
     // 2. the learner and a sampler
     // on CUDA the learner goes to a node that offers a GPU (an hf: sampler takes the other half)
     const learner = await cluster.spawn(Learner.options({ maxRestarts: 2, ...(cfg.device === 'cuda' ? { resources: { gpu: 0.5 } } : {}) }), {

@@ -7,7 +7,7 @@ import { listTasks } from '../../../envs/registry.ts';
 import { init } from '../../../cluster/init.ts';
 import { canonicalJson, patchHash, toPatch } from '../../../harness/index.ts';
 import { MissingEvaluationError, extractPacket, formatPacket, packetHash } from '../../../policies/engineer/index.ts';
-import { buildSftDataset, makeBatches, patchParts, rewardGroup, rewardOf, type SftRow } from '../../../drivers/index.ts';
+import { abstainRows, buildSftDataset, makeBatches, patchParts, rewardGroup, rewardOf, type SftRow } from '../../../drivers/index.ts';
 
 const target = 'sim/llama-3b';
 const episodes = listTasks('alfworld').slice(0, 20).flatMap((taskId) => [1, 2].map((seed) => ({ taskId, seed })));
@@ -146,6 +146,34 @@ test('sft - rows carry provenance and only non-regressive proposals; the JSONL f
     await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, kinds: ['lamp' as never] }), { message: /sft\.kinds: lamp is not a finding kind; use some of .*seen_target/ });
     await t.throwsAsync(buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 4, cache, kinds: [] }), { message: /sft\.kinds is empty/ });
     t.is(extractPacket([]).episodes.length, 0);
+  } finally {
+    await rt.shutdown();
+  }
+});
+
+test('sft - abstain: where no proposal passes, each packet gets the empty patch, which scores exactly 0 on its batch', async (t) => {
+  const rt = await init({ inProcess: true });
+  try {
+    const cache = new EpisodeCache(':memory:');
+    const batches = makeBatches('alfworld', { count: 2, size: 8, seed: 5 });
+    // Δ > 1 is impossible: nothing is kept, but every batch's packet is returned
+    const ds = await buildSftDataset({ cluster: rt.cluster, env: 'alfworld', target, batches, k: 2, cache, minDelta: 1 });
+    t.is(ds.rows.length, 0);
+    t.is(ds.packets.length, 2);
+    const rows = abstainRows('alfworld', target, ds.packets);
+    t.true(rows.length > 0 && rows.length <= 2);
+    for (const r of rows) {
+      t.deepEqual(r.patch, {});
+      t.is(r.teacher.name, 'abstain');
+      t.is(r.packetHash, packetHash(r.packet));
+      t.true(r.packet.episodes.length > 0, 'a packet without failures teaches nothing');
+      const scored = await rewardOf(rt.cluster, { env: 'alfworld', target, episodes: r.batch, cache, patch: r.patch });
+      t.true(scored.valid);
+      t.is(scored.delta, 0);
+      t.is(scored.base, r.base);
+    }
+    // a packet with no failed episode is left out
+    t.deepEqual(abstainRows('alfworld', target, [{ ...ds.packets[0]!, packet: extractPacket([]) }]), []);
   } finally {
     await rt.shutdown();
   }
