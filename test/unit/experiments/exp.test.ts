@@ -136,8 +136,12 @@ test('exp main - records its episode sets as checked apart, and refuses an engin
   writeFileSync(join(good, 'alfworld', 'sft.jsonl'), '{"a":1}\n{"a":2}\n{"a":3}\n');
   const o = resolveExpMain({ ...SMALL, envs: ['alfworld'], engineer: good });
   t.is(checkSplits(o, true).engineers.alfworld!.sftRows, 3);
+  t.is(checkSplits(o, true).engineers.alfworld!.abstainRows, undefined);
   writeFileSync(join(good, 'alfworld', 'sft.jsonl'), '');
   t.is(checkSplits(o, true).engineers.alfworld!.sftRows, 0);
+  // abstain rows (no proposal passed, the engineer learned the empty patch) are counted apart
+  writeFileSync(join(good, 'alfworld', 'sft.jsonl'), '{"teacher":{"name":"abstain"}}\n{"teacher":{"name":"abstain"}}\n');
+  t.deepEqual([checkSplits(o, true).engineers.alfworld!.sftRows, checkSplits(o, true).engineers.alfworld!.abstainRows], [2, 2]);
 });
 
 test('best fixed patch - the SFT proposal with the highest mean Δ over the training batches, one row for all packets', async (t) => {
