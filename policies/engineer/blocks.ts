@@ -81,8 +81,10 @@ export const BLOCKS: readonly Block[] = [
     id: 'closest_admissible',
     hooks: ['preAction'],
     params: [{ name: 'min', choices: [0.3, 0.4, 0.5, 0.6, 0.75] }],
-    doc: 'rewrite a proposal that is not admissible to the most similar admissible action (word overlap, Dice) when the similarity is at least min',
-    body: `if (ctx.proposed && ctx.admissible && ctx.admissible.length && ctx.admissible.indexOf(ctx.proposed.action) < 0) {
+    doc: 'rewrite a proposal that is not admissible to the most similar admissible action (word overlap, Dice) when the similarity is at least min; a free-text action (verb[text], e.g. WebShop\'s search[...]) whose verb no admissible action has is left alone',
+    body: `var ft = ctx.proposed ? /^([a-z][a-z ]*)\\[/i.exec(ctx.proposed.action) : null;
+  if (ft && ctx.admissible && !ctx.admissible.some(function (a) { return a.indexOf(ft[1] + '[') === 0; })) ft = 'free';
+  if (ft !== 'free' && ctx.proposed && ctx.admissible && ctx.admissible.length && ctx.admissible.indexOf(ctx.proposed.action) < 0) {
     var a = words(ctx.proposed.action), best = null, bs = 0;
     for (var i = 0; i < ctx.admissible.length; i++) {
       var b = words(ctx.admissible[i]), common = 0, seen = {};

@@ -179,8 +179,10 @@ export function engineerToken(id: number): string | undefined {
  * 2: the packet's names and excerpts in, the whole patch language out (1 was the 46-item menu).
  * 4: intervention blocks explore_unvisited, take_goal_object, search_goal, select_options and their hook names.
  * 5: the finish_goal block and its hook name `finish`.
+ * 6: closest_admissible leaves a free-text action (WebShop's search[...]) alone when no admissible
+ *    action has its verb (it rewrote `search[noise]` to `click[search]`).
  */
-export const PATCH_LANG_VERSION = 5;
+export const PATCH_LANG_VERSION = 6;
 
 /** Completion length bound: `<patch>` … `<eos>`. */
 export const MAX_COMPLETION_TOKENS = 256;

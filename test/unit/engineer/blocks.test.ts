@@ -66,6 +66,13 @@ test('blocks - closest_admissible rewrites a near miss above its threshold and l
   t.deepEqual((await rw('take mug 2 from shelf 1', 2)).value, { type: 'rewrite_action', action: 'take mug 1 from shelf 1' });
   t.is((await rw('go to shelf 1', 0)).value, null, 'an admissible proposal is not touched');
   t.is((await rw('inventory please now', 4)).value, null, 'nothing is similar enough at 0.75');
+  // WebShop: the admissible actions are clicks; a search is free text, not a misspelled click
+  const page = ['click[search]', 'click[back to search]', 'click[b09mdy82t4]'];
+  const ws = (action: string, min: number) => call('preAction', [{ id: 'closest_admissible', params: [min] }], ctx({ proposed: { text: action, action }, admissible: page }));
+  t.is((await ws('search[noise]', 0)).value, null, 'search[noise] is not rewritten to click[search]');
+  t.is((await ws('search[back to search]', 0)).value, null);
+  t.deepEqual((await ws('click[serch]', 0)).value, { type: 'rewrite_action', action: 'click[search]' }, 'a click that is not on the page still is');
+  t.deepEqual((await ws('click[back to the search]', 2)).value, { type: 'rewrite_action', action: 'click[back to search]' });
 });
 
 test('blocks - trackers keep the notebook once per step; hints read it; notes replace rather than accumulate', async (t) => {
