@@ -383,7 +383,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         rows.push(...ab);
         if (ab.length) {
           writeFileSync(join(out, file), ab.map((r) => `${JSON.stringify(r)}\n`).join(''));
-          log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: no teacher proposal passed verification; the engineer learns the empty patch on the ${ab.length} packets (sft.abstain)`);
+          log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: no teacher proposal passed verification; the engineer learns the empty patch on the ${ab.length} packet${ab.length === 1 ? '' : 's'} (sft.abstain)`);
         }
       }
       partsDropped += ds.summary.partsDropped;
