@@ -14,6 +14,7 @@ export const METHOD_COLOURS: Readonly<Record<string, string>> = {
   'best-fixed-transfer': '#c7a17a',
   'engineer-sft': '#76b7b2',
   'engineer-grpo': '#59a14f',
+  'engineer-grpo-transfer': '#a5d89b',
 };
 
 /** Colours other names hash into; none of them is a built-in method's. */

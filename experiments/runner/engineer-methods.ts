@@ -9,12 +9,12 @@ import { dirname, join } from 'node:path';
 import { baseRecords, rewardOf, type SftRow } from '../../drivers/index.ts';
 import { envDescriptor } from '../../envs/registry.ts';
 import { hashString } from '../../cluster/rng.ts';
-import { loadBuiltinEngineer, packetHash } from '../../policies/engineer/index.ts';
+import { extractPacket, loadBuiltinEngineer, packetHash, type Packet } from '../../policies/engineer/index.ts';
 import { hfRunFile, proposeFromHfRun } from '../../policies/engineer/hf/index.ts';
 import { TRAIN_SPLITS_FILE, findTrainSplits } from '../train-plan.ts';
 import { ExpError } from './errors.ts';
 import { isLlmEngineerSpec } from './llm-editor.ts';
-import type { Method, MethodOptions } from './methods.ts';
+import type { Method, MethodContext, MethodOptions } from './methods.ts';
 
 /** Why an engineer row is empty when no engineer is given. */
 export const ENGINEER_MISSING = 'not available (engineer not trained: run hr1 train, then pass --engineer RUN_DIR)';
@@ -68,21 +68,24 @@ function engineerMethod(name: string, label: string, file: string, sampled = fal
     kind: 'engineer',
     version: sampled ? 'builtin-sampled-1' : 'builtin-1',
     available: (o) => trainedEngineer(o, ENGINEER_MISSING),
-    async propose(ctx) {
-      const path = modelPath(ctx.options, ctx.env, file);
-      if (!path) {
-        throw new ExpError('EXP_METHOD_FAILED', `${name}: no ${file} for ${ctx.env} under ${ctx.options.engineer} (expected ${join(ctx.options.engineer ?? '?', ctx.env, file)} or ${join(ctx.options.engineer ?? '?', file)}); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: name, env: ctx.env } });
-      }
-      // an hf: engineer's run (engineer.safetensors beside config.json): its greedy patch through the torch sampler
-      const hf = hfRunFile(dirname(path), file);
-      if (hf && sampled) throw new ExpError('EXP_METHOD_FAILED', `${name}: the hf: engineer under ${ctx.options.engineer} decodes greedily only; use ${name.replace(/-sampled$/, '')}`, { path: 'engineer', data: { method: name, env: ctx.env } });
-      if (hf) return proposeFromHfRun(dirname(path), hf, ctx.packet);
-      // sampled: one draw as the run's GRPO drew, seeded by (seed, packet); greedy: the most likely token at each step
-      const decode = sampled ? { k: 1, ...grpoSampling(ctx.options, ctx.env, name), seed: hashString(`${ctx.seed}|${packetHash(ctx.packet)}`) } : { temperature: 0 };
-      const [patch] = await loadBuiltinEngineer(path).propose(ctx.packet, decode);
-      return patch ?? null;
-    },
+    propose: (ctx) => engineerPropose(ctx, ctx.packet, name, file, sampled),
   };
+}
+
+/** The patch the engineer checkpoint `file` writes for `packet` (greedy, or one seeded sampled draw). */
+async function engineerPropose(ctx: MethodContext, packet: Packet, name: string, file: string, sampled: boolean): Promise<unknown | null> {
+  const path = modelPath(ctx.options, ctx.env, file);
+  if (!path) {
+    throw new ExpError('EXP_METHOD_FAILED', `${name}: no ${file} for ${ctx.env} under ${ctx.options.engineer} (expected ${join(ctx.options.engineer ?? '?', ctx.env, file)} or ${join(ctx.options.engineer ?? '?', file)}); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: name, env: ctx.env } });
+  }
+  // an hf: engineer's run (engineer.safetensors beside config.json): its greedy patch through the torch sampler
+  const hf = hfRunFile(dirname(path), file);
+  if (hf && sampled) throw new ExpError('EXP_METHOD_FAILED', `${name}: the hf: engineer under ${ctx.options.engineer} decodes greedily only; use ${name.replace(/-sampled$/, '')}`, { path: 'engineer', data: { method: name, env: ctx.env } });
+  if (hf) return proposeFromHfRun(dirname(path), hf, packet);
+  // sampled: one draw as the run's GRPO drew, seeded by (seed, packet); greedy: the most likely token at each step
+  const decode = sampled ? { k: 1, ...grpoSampling(ctx.options, ctx.env, name), seed: hashString(`${ctx.seed}|${packetHash(packet)}`) } : { temperature: 0 };
+  const [patch] = await loadBuiltinEngineer(path).propose(packet, decode);
+  return patch ?? null;
 }
 
 /** `engineer-sft` and `engineer-grpo`, the built-in engineer's two checkpoints. */
@@ -172,3 +175,26 @@ export const BEST_FIXED_PATCH: Method = bestFixed('best-fixed-patch', 'best fixe
  * On the engineer's own target it is the best fixed patch.
  */
 export const BEST_FIXED_TRANSFER: Method = bestFixed('best-fixed-transfer', 'best fixed patch (carried over)', 'best-fixed-transfer-1', 'engineer-target');
+
+/**
+ * The packet-reading control of the cross-model table: the SFT+GRPO engineer (greedy) writes each
+ * packet's patch from its own training target's failures instead of the evaluated target's (the
+ * packet extracted from the engineer's target's vanilla rollout of the same train batch, same
+ * tasks and seeds), and the patch is applied to the evaluated target. Engineer − this is what
+ * reading the evaluated target's failures is worth; on the engineer's own target the two are the
+ * same patch. Like the engineer it is not retuned.
+ */
+export const ENGINEER_GRPO_TRANSFER: Method = {
+  name: 'engineer-grpo-transfer',
+  label: 'engineer, SFT+GRPO (reading its own target\'s packets)',
+  kind: 'engineer',
+  version: 'builtin-transfer-1',
+  available: (o) => trainedEngineer(o, ENGINEER_MISSING),
+  async propose(ctx) {
+    const target = engineerTargetOf(ctx.options, ctx.env, 'engineer-grpo-transfer');
+    if (target === ctx.target) return engineerPropose(ctx, ctx.packet, 'engineer-grpo-transfer', 'engineer.onnx', false);
+    // the engineer's target plays as the engineer's training played it (no per-target settings of the evaluated one)
+    const records = await baseRecords(ctx.cluster, { env: ctx.env, target, cache: ctx.cache, envOptions: ctx.envOptions, episodes: ctx.trainEpisodes });
+    return engineerPropose(ctx, extractPacket(records), 'engineer-grpo-transfer', 'engineer.onnx', false);
+  },
+};

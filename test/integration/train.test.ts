@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { init } from '../../cluster/init.ts';
 import { ConfigError } from '../../cluster/errors.ts';
 import { TRAIN_SPLITS_FILE, resolveTrainConfig, trainEngineer, trainSplits } from '../../experiments/train.ts';
-import { SEED_SPACES, findOverlaps } from '../../drivers/index.ts';
+import { SEED_SPACES, baseRecords, findOverlaps } from '../../drivers/index.ts';
+import { extractPacket } from '../../policies/engineer/index.ts';
 import { getMethod } from '../../experiments/runner/methods.ts';
 import { canonicalJson, toPatch } from '../../harness/index.ts';
 
@@ -51,6 +52,14 @@ test('train - SFT then GRPO end to end: the loss falls, every sampled patch pars
     for (let s = 0; s < 6; s++) draws.add(canonicalJson(await sampled.propose(ctx(s))));
     t.true(draws.size >= 2, `${draws.size} distinct patches over 6 seeds at T 1`);
     for (const d of draws) t.notThrows(() => toPatch(JSON.parse(d)), 'every draw is a valid patch');
+    // the packet-reading control: on the engineer's own target it is the engineer; on another it
+    // writes the patch of the packet the engineer's target's rollout of the same batch gives
+    const transfer = getMethod('engineer-grpo-transfer');
+    t.is(canonicalJson(await transfer.propose(ctx(0))), canonicalJson(await greedy.propose(ctx(0))));
+    const episodes = splits.envs.alfworld.sft.slice(0, 8);
+    const own = extractPacket(await baseRecords(rt.cluster, { env: 'alfworld', target: 'sim/llama-3b', cache: null, envOptions: {}, episodes }));
+    const other = { ...ctx(0), target: 'sim/qwen-3b', packet: extractPacket([]), trainEpisodes: episodes };
+    t.is(canonicalJson(await transfer.propose(other)), canonicalJson(await greedy.propose({ ...ctx(0), packet: own })));
   } finally {
     await rt.shutdown();
     rmSync(out, { recursive: true, force: true });
