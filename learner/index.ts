@@ -1,7 +1,7 @@
 /** The engineer's learning side: torch learner process, GRPO reference math, ONNX engineer. Public names only. */
 export { groupAdvantages, ratio, tokenLoss, k3, tokenMean, grpoLoss, ADV_EPS, RATIO_CLAMP, KL_CLAMP, DEFAULT_EPS_LOW, DEFAULT_EPS_HIGH, DEFAULT_CLIP_C } from './grpo.ts';
 export type { ClipOptions, TokenLoss, GrpoInput, GrpoOutput } from './grpo.ts';
-export { LearnerProcess, DEFAULT_PYTHON, SERVER_SCRIPT, DEFAULT_START_TIMEOUT_MS, DEFAULT_OP_TIMEOUT_MS, MAX_FRAME_BYTES } from './process.ts';
+export { LearnerProcess, reproducibleBlasEnv, DEFAULT_PYTHON, SERVER_SCRIPT, DEFAULT_START_TIMEOUT_MS, DEFAULT_OP_TIMEOUT_MS, MAX_FRAME_BYTES } from './process.ts';
 export type { LearnerProcessOptions, EngineerModelConfig, OptimConfig, GrpoConfig, LearnerInfo, SequenceBatch, SftStepResult, GrpoIterMetrics, GrpoStepArgs, GrpoStepResult, FileResult, ExportWeights } from './process.ts';
 export { OnnxEngineer, sampleFullPath, unconstrained, logSoftmaxAt, pick, DEFAULT_K, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, DEFAULT_MAX_NEW_TOKENS } from './onnx.ts';
 export type { GrammarConstraint, SampleOptions, Completion, EngineerMeta, DecodeOptions } from './onnx.ts';

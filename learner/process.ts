@@ -4,6 +4,7 @@
  * Keys are snake_case on the wire and camelCase here; the conversion happens at this seam only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Packr } from 'msgpackr';
 import type { GrpoInput } from './grpo.ts';
@@ -114,6 +115,8 @@ export interface LearnerInfo {
   config: Required<EngineerModelConfig> | null;
   optim: Required<OptimConfig> | null;
   hasReference: boolean;
+  /** OpenBLAS's kernel family in the child (`Haswell` where {@link reproducibleBlasEnv} pinned it), null when torch's BLAS is another */
+  blas: string | null;
   /** present while a Hugging Face model is loaded (hfLoad); `config` is then an {@link HfLearnerConfig} */
   hf?: HfState;
 }
@@ -394,6 +397,27 @@ interface Pending {
 }
 
 /**
+ * The environment that makes a torch child's float results the same on every x86-64 machine.
+ * OpenBLAS (Debian's torch does its matrix products through it) picks its kernels by CPU, an
+ * AVX-512 machine others than an AVX2 one, and the kernels sum in other orders: the same training
+ * then gives other bits on another machine, and GRPO, sampling from those weights, follows another
+ * path (measured: a product of two random matrices differs in its bytes between the SkylakeX and
+ * the Haswell kernels on one AVX-512 machine). On an x86-64 CPU with AVX2 this pins the Haswell
+ * kernels, which every such CPU runs; nothing where the user set `OPENBLAS_CORETYPE`, on other
+ * CPUs, or where /proc/cpuinfo cannot be read.
+ */
+export function reproducibleBlasEnv(env: NodeJS.ProcessEnv = process.env, arch: string = process.arch, cpuinfo: () => string = () => readFileSync('/proc/cpuinfo', 'utf8')): Record<string, string> {
+  if (env.OPENBLAS_CORETYPE !== undefined || arch !== 'x64') return {};
+  let info = '';
+  try {
+    info = cpuinfo();
+  } catch {
+    return {};
+  }
+  return /^flags\s*:.*\bavx2\b/m.test(info) ? { OPENBLAS_CORETYPE: 'Haswell' } : {};
+}
+
+/**
  * One learner child process.
  *
  * @example
@@ -424,7 +448,7 @@ export class LearnerProcess {
   /** Spawn the server and wait for its hello. Rejects with {@link LearnerDependencyError} when python, torch, numpy, msgpack or onnx is missing. */
   static async start(opts: LearnerProcessOptions = {}): Promise<LearnerProcess> {
     const python = opts.python ?? DEFAULT_PYTHON;
-    const child = spawn(python, [...(opts.pythonArgs ?? []), opts.script ?? SERVER_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, PYTHONUNBUFFERED: '1', ...opts.env } });
+    const child = spawn(python, [...(opts.pythonArgs ?? []), opts.script ?? SERVER_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...reproducibleBlasEnv(), PYTHONUNBUFFERED: '1', ...opts.env } });
     const lp = new LearnerProcess(child, python, opts);
     return lp.handshake(opts.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS);
   }

@@ -54,6 +54,19 @@ _IN = sys.stdin.buffer
 sys.stdout = sys.stderr
 
 
+
+def blas_core():
+    """OpenBLAS's kernel family in this process (e.g. "Haswell"), or None when torch's BLAS is not OpenBLAS."""
+    import ctypes
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            f = ctypes.CDLL(name).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        f.restype = ctypes.c_char_p
+        return f().decode()
+    return None
+
 class RequestError(Exception):
     """A bad request: the caller's fault, named by the field."""
 
@@ -236,6 +249,7 @@ class Learner:
             "config": self.config.to_dict() if self.config else None,
             "optim": self.optim,
             "has_reference": self.ref is not None,
+            "blas": blas_core(),
         }
         if self.hf is not None:
             info["hf"] = {**self.hf, "arch": self.config.model_type, "trainable_params": self.model.trainable_params()}

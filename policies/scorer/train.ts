@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_PYTHON } from '../../learner/index.ts';
+import { DEFAULT_PYTHON, reproducibleBlasEnv } from '../../learner/index.ts';
 import { ValidatorError } from './errors.ts';
 import { FEATURE_DIM } from './features.ts';
 
@@ -85,7 +85,7 @@ export async function trainValueModels(o: TrainOptions): Promise<TrainResult> {
   };
   const python = o.python ?? DEFAULT_PYTHON;
   const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number | null }>((res, rej) => {
-    const child = spawn(python, [VALUENET_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, OMP_NUM_THREADS: '1' } });
+    const child = spawn(python, [VALUENET_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...reproducibleBlasEnv(), OMP_NUM_THREADS: '1' } });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));

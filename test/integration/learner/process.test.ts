@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LearnerDependencyError, LearnerOpError, LearnerProcess } from '../../../learner/index.ts';
+import { LearnerDependencyError, LearnerOpError, LearnerProcess, reproducibleBlasEnv } from '../../../learner/index.ts';
 import { BOS, CONFIG, EOS, copyBatch, sum } from './toy.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hr1-learner-test-'));
@@ -24,6 +24,24 @@ test.serial('learner - init reports the model and runs on the CPU with one threa
   if (!info.cuda) {
     t.is(info.device, 'cpu');
     t.is(info.threads, 1);
+  }
+});
+
+test.serial('learner - OpenBLAS runs its Haswell kernels on an x86-64 CPU with AVX2 (the same bits on every such machine), unless the user chose', async (t) => {
+  const info = await lp.info();
+  const pinned = reproducibleBlasEnv().OPENBLAS_CORETYPE;
+  if (info.blas === null || pinned === undefined) {
+    t.log(`torch's BLAS: ${info.blas ?? 'not OpenBLAS'}; pin: ${pinned ?? 'none (not x86-64 with AVX2, or OPENBLAS_CORETYPE set)'}`);
+    t.pass();
+    return;
+  }
+  t.is(info.blas, 'Haswell');
+  // a user's own choice wins
+  const other = await LearnerProcess.start({ env: { OPENBLAS_CORETYPE: 'Sandybridge' } });
+  try {
+    t.is((await other.info()).blas, 'Sandybridge');
+  } finally {
+    await other.close();
   }
 });
 
