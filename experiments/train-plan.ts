@@ -21,6 +21,9 @@ export function trainPairs(cfg: Pick<TrainConfig, 'env' | 'target'>): { env: str
 /** GRPO's candidates, one JSON line each: iteration, env, index, valid, Δ, patch hash and canonical patch. */
 export const TRAIN_CANDIDATES_FILE = 'candidates.jsonl';
 
+/** The file of a train run folder that says where its updates ran: torch, device, OpenBLAS kernels, CPU model. */
+export const TRAIN_LEARNER_FILE = 'learner.json';
+
 /** The file of a train run folder that lists every (task, seed) the run trains on. */
 export const TRAIN_SPLITS_FILE = 'splits.json';
 

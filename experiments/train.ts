@@ -5,6 +5,7 @@
  * learner update, the new policy published to the sampler (ONNX, or the hf: engineer's weights).
  */
 import { mkdirSync, writeFileSync, appendFileSync, readFileSync, existsSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -185,8 +186,8 @@ export const TrainConfigSchema = z
 export type TrainConfig = z.output<typeof TrainConfigSchema>;
 
 // the run's plan (pairs, the episodes of each purpose, file names): apart, so reading a run folder does not load the training stack
-export { TRAIN_CANDIDATES_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, sftVerifyBatches, trainPairs, trainSplits, type TrainSplits } from './train-plan.ts';
-import { TRAIN_CANDIDATES_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, sftVerifyBatches, trainPairs, trainSplits } from './train-plan.ts';
+export { TRAIN_CANDIDATES_FILE, TRAIN_LEARNER_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, sftVerifyBatches, trainPairs, trainSplits, type TrainSplits } from './train-plan.ts';
+import { TRAIN_CANDIDATES_FILE, TRAIN_LEARNER_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, sftVerifyBatches, trainPairs, trainSplits } from './train-plan.ts';
 
 /** Read a YAML config (optional) and merge CLI overrides; errors name the option path. */
 /** What Δ measures for `env` under `cfg` (RewardOptions.metric). */
@@ -406,6 +407,11 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       checkpointDir: join(out, 'checkpoints'),
       objectPrefix: `engineer-${hash}`,
     });
+    // where the updates ran (the float paths a rerun elsewhere must share to give the same bits; docs/LEARNER.md, "Across machines")
+    const li = (await learner.info(null)) as { torch: string; device: string; blas?: string | null };
+    const learnerFacts = { torch: li.torch, device: li.device, blas: li.blas ?? null, cpu: cpus()[0]?.model ?? null };
+    writeFileSync(join(out, TRAIN_LEARNER_FILE), `${JSON.stringify(learnerFacts)}\n`);
+    log(`  learner: torch ${li.torch} on ${li.device}, BLAS kernels ${li.blas ?? 'not OpenBLAS'}, CPU ${learnerFacts.cpu ?? '?'}`);
     const sampler = await backend.spawnSampler(cluster);
     // one history of chunk answer times for the whole run: the straggler deadline is known from the first chunks on
     const rolloutOpts: Omit<RolloutOptions, 'cache'> = { replicas: cfg.workers.replicas, log, stragglers: { ...cfg.workers.stragglers, history: new ChunkTimes() }, workerWaitMs: cfg.workers.waitMs };

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { init } from '../../cluster/init.ts';
 import { ConfigError } from '../../cluster/errors.ts';
-import { TRAIN_SPLITS_FILE, resolveTrainConfig, trainEngineer, trainSplits } from '../../experiments/train.ts';
+import { TRAIN_LEARNER_FILE, TRAIN_SPLITS_FILE, resolveTrainConfig, trainEngineer, trainSplits } from '../../experiments/train.ts';
 import { SEED_SPACES, baseRecords, findOverlaps } from '../../drivers/index.ts';
 import { extractPacket } from '../../policies/engineer/index.ts';
 import { getMethod } from '../../experiments/runner/methods.ts';
@@ -34,6 +34,10 @@ test('train - SFT then GRPO end to end: the loss falls, every sampled patch pars
     const lines = readFileSync(join(out, 'iterations.jsonl'), 'utf8').trim().split('\n');
     t.is(lines.length, r.iterations.length);
     t.true(existsSync(join(out, 'sft.jsonl')));
+    // where the updates ran, for a rerun elsewhere to compare
+    const facts = JSON.parse(readFileSync(join(out, TRAIN_LEARNER_FILE), 'utf8'));
+    t.regex(facts.device, /^(cpu|cuda)/);
+    t.true(typeof facts.torch === 'string' && facts.torch.length > 0 && 'blas' in facts && 'cpu' in facts);
     // the run lists every (task, seed) it trained on: SFT batches and GRPO batches, apart
     const splits = JSON.parse(readFileSync(join(out, TRAIN_SPLITS_FILE), 'utf8'));
     t.deepEqual(splits, JSON.parse(JSON.stringify(trainSplits(cfg))));
