@@ -59,7 +59,7 @@ const Batch = z.object({ prompts: Ids, completions: Ids });
 const OnnxRef = z.object({ name: z.string(), bytes: z.number(), step: z.number(), exportMs: z.number() });
 export type OnnxRef = z.infer<typeof OnnxRef>;
 
-const InfoSchema = z.looseObject({ device: z.string(), torch: z.string(), cuda: z.boolean(), pid: z.number(), step: z.number(), params: z.number(), restarts: z.number(), checkpoint: z.string().nullable(), lastOnnx: OnnxRef.nullable(), lastDeath: z.string().nullable() });
+const InfoSchema = z.looseObject({ device: z.string(), torch: z.string(), cuda: z.boolean(), pid: z.number(), step: z.number(), params: z.number(), restarts: z.number(), checkpoint: z.string().nullable(), lastOnnx: OnnxRef.nullable(), lastDeath: z.string().nullable(), blas: z.string().nullable().optional() });
 
 /** An engineer in the Hugging Face layout (learner/hf.py): LoRA adapters by default, full weights with `full`. */
 const HfArgsSchema = z

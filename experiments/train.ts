@@ -408,10 +408,10 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
       objectPrefix: `engineer-${hash}`,
     });
     // where the updates ran (the float paths a rerun elsewhere must share to give the same bits; docs/LEARNER.md, "Across machines")
-    const li = (await learner.info(null)) as { torch: string; device: string; blas?: string | null };
-    const learnerFacts = { torch: li.torch, device: li.device, blas: li.blas ?? null, cpu: cpus()[0]?.model ?? null };
-    writeFileSync(join(out, TRAIN_LEARNER_FILE), `${JSON.stringify(learnerFacts)}\n`);
-    log(`  learner: torch ${li.torch} on ${li.device}, BLAS kernels ${li.blas ?? 'not OpenBLAS'}, CPU ${learnerFacts.cpu ?? '?'}`);
+    const li = await learner.info(null);
+    const facts = { torch: li.torch, device: li.device, blas: li.blas ?? null, cpu: cpus()[0]?.model ?? null };
+    writeFileSync(join(out, TRAIN_LEARNER_FILE), `${JSON.stringify(facts)}\n`);
+    log(`  learner: torch ${facts.torch} on ${facts.device}, BLAS kernels ${facts.blas ?? 'not OpenBLAS'}, CPU ${facts.cpu ?? '?'}`);
     const sampler = await backend.spawnSampler(cluster);
     // one history of chunk answer times for the whole run: the straggler deadline is known from the first chunks on
     const rolloutOpts: Omit<RolloutOptions, 'cache'> = { replicas: cfg.workers.replicas, log, stragglers: { ...cfg.workers.stragglers, history: new ChunkTimes() }, workerWaitMs: cfg.workers.waitMs };

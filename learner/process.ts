@@ -406,7 +406,7 @@ interface Pending {
  * kernels, which every such CPU runs; nothing where the user set `OPENBLAS_CORETYPE`, on other
  * CPUs, or where /proc/cpuinfo cannot be read.
  */
-export function reproducibleBlasEnv(env: NodeJS.ProcessEnv = process.env, arch: string = process.arch, cpuinfo: () => string = () => readFileSync('/proc/cpuinfo', 'utf8')): Record<string, string> {
+export function reproducibleBlasEnv(env: NodeJS.ProcessEnv = process.env, arch: string = process.arch, cpuinfo: () => string = procCpuinfo): Record<string, string> {
   if (env.OPENBLAS_CORETYPE !== undefined || arch !== 'x64') return {};
   let info = '';
   try {
@@ -415,6 +415,12 @@ export function reproducibleBlasEnv(env: NodeJS.ProcessEnv = process.env, arch: 
     return {};
   }
   return /^flags\s*:.*\bavx2\b/m.test(info) ? { OPENBLAS_CORETYPE: 'Haswell' } : {};
+}
+
+// the CPU does not change while the process runs: read once (zoo builds start many learners)
+let cpuinfoText: string | undefined;
+function procCpuinfo(): string {
+  return (cpuinfoText ??= readFileSync('/proc/cpuinfo', 'utf8'));
 }
 
 /**

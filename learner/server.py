@@ -54,10 +54,12 @@ _IN = sys.stdin.buffer
 sys.stdout = sys.stderr
 
 
-
 def blas_core():
     """OpenBLAS's kernel family in this process (e.g. "Haswell"), or None when torch's BLAS is not OpenBLAS."""
     import ctypes
+    # a wheel with MKL (BLAS_INFO=mkl) does not use the system's libblas even where one is installed
+    if "BLAS_INFO=mkl" in torch.__config__.show():
+        return None
     for name in ("libblas.so.3", "libopenblas.so.0"):
         try:
             f = ctypes.CDLL(name).openblas_get_corename
@@ -66,6 +68,7 @@ def blas_core():
         f.restype = ctypes.c_char_p
         return f().decode()
     return None
+
 
 class RequestError(Exception):
     """A bad request: the caller's fault, named by the field."""

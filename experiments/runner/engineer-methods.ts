@@ -191,10 +191,10 @@ export const ENGINEER_GRPO_TRANSFER: Method = {
   version: 'builtin-transfer-1',
   available: (o) => trainedEngineer(o, ENGINEER_MISSING),
   async propose(ctx) {
-    const target = engineerTargetOf(ctx.options, ctx.env, 'engineer-grpo-transfer');
-    if (target === ctx.target) return engineerPropose(ctx, ctx.packet, 'engineer-grpo-transfer', 'engineer.onnx', false);
+    const name = ENGINEER_GRPO_TRANSFER.name;
+    const target = engineerTargetOf(ctx.options, ctx.env, name);
     // the engineer's target plays as the engineer's training played it (no per-target settings of the evaluated one)
-    const records = await baseRecords(ctx.cluster, { env: ctx.env, target, cache: ctx.cache, envOptions: ctx.envOptions, episodes: ctx.trainEpisodes });
-    return engineerPropose(ctx, extractPacket(records), 'engineer-grpo-transfer', 'engineer.onnx', false);
+    const packet = target === ctx.target ? ctx.packet : extractPacket(await baseRecords(ctx.cluster, { env: ctx.env, target, cache: ctx.cache, envOptions: ctx.envOptions, episodes: ctx.trainEpisodes }));
+    return engineerPropose(ctx, packet, name, 'engineer.onnx', false);
   },
 };

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { init } from '../../cluster/init.ts';
 import { ConfigError } from '../../cluster/errors.ts';
 import { TRAIN_LEARNER_FILE, TRAIN_SPLITS_FILE, resolveTrainConfig, trainEngineer, trainSplits } from '../../experiments/train.ts';
-import { SEED_SPACES, baseRecords, findOverlaps } from '../../drivers/index.ts';
+import { EpisodeCache, SEED_SPACES, baseRecords, findOverlaps } from '../../drivers/index.ts';
 import { extractPacket } from '../../policies/engineer/index.ts';
 import { getMethod } from '../../experiments/runner/methods.ts';
 import { canonicalJson, toPatch } from '../../harness/index.ts';
@@ -62,8 +62,14 @@ test('train - SFT then GRPO end to end: the loss falls, every sampled patch pars
     t.is(canonicalJson(await transfer.propose(ctx(0))), canonicalJson(await greedy.propose(ctx(0))));
     const episodes = splits.envs.alfworld.sft.slice(0, 8);
     const own = extractPacket(await baseRecords(rt.cluster, { env: 'alfworld', target: 'sim/llama-3b', cache: null, envOptions: {}, episodes }));
-    const other = { ...ctx(0), target: 'sim/qwen-3b', packet: extractPacket([]), trainEpisodes: episodes };
+    const cache = new EpisodeCache(':memory:');
+    const other = { ...ctx(0), target: 'sim/qwen-3b', packet: extractPacket([]), trainEpisodes: episodes, cache };
     t.is(canonicalJson(await transfer.propose(other)), canonicalJson(await greedy.propose({ ...ctx(0), packet: own })));
+    // it rolled out the engineer's target on those episodes (not the evaluated one, not nothing): replaying them adds nothing to the cache
+    t.is(cache.size(), episodes.length);
+    await baseRecords(rt.cluster, { env: 'alfworld', target: 'sim/llama-3b', cache, envOptions: {}, episodes });
+    t.is(cache.size(), episodes.length);
+    cache.close();
   } finally {
     await rt.shutdown();
     rmSync(out, { recursive: true, force: true });
