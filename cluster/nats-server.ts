@@ -81,10 +81,15 @@ export class NatsServer {
   private watchdog: ChildProcess | undefined;
   private readonly storeDir: string;
   private unregister: (() => void) | undefined;
-  // process exit (process.exit, a fatal error): kill the server and remove its folder, synchronously
+  /** a server being stopped (SIGTERM sent, exit not yet seen) */
+  private stoppingChild: ChildProcess | undefined;
+  // process exit (process.exit, a fatal error, a second signal in the middle of stop()): kill the
+  // server and remove its folder, synchronously. Listening from start() until dispose() has removed
+  // the folder, so no exit in between leaves the folder behind (the watchdog is gone during stop()).
   private onExit = () => {
     this.watchdog?.kill('SIGKILL');
     this.child?.kill('SIGKILL');
+    this.stoppingChild?.kill('SIGKILL');
     try {
       rmSync(this.storeDir, { recursive: true, force: true, maxRetries: 3 });
     } catch {
@@ -116,6 +121,7 @@ export class NatsServer {
     const bin = findNatsServer();
     if (!bin) throw new Hr1Error<ClusterErrorCode>('NATS_SERVER_MISSING', 'nats-server not found; install it (`apt-get install -y nats-server`) or set HR1_NATS_SERVER to its path');
     const s = new NatsServer(bin, opts.port ?? (await freePort()), opts);
+    process.on('exit', s.onExit);
     // a signal to the CLI (cluster/signals.ts) stops it and removes its folder
     s.unregister = onShutdown(`nats-server on port ${s.port}`, () => s.dispose());
     try {
@@ -145,7 +151,6 @@ export class NatsServer {
     child.stderr?.on('data', (d: Buffer) => {
       if (this.stderr.length < 20_000) this.stderr += d.toString();
     });
-    process.once('exit', this.onExit);
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) break;
@@ -174,8 +179,8 @@ export class NatsServer {
     this.child = undefined;
     this.watchdog?.kill('SIGKILL');
     this.watchdog = undefined;
-    process.removeListener('exit', this.onExit);
     if (!c || c.exitCode !== null) return;
+    this.stoppingChild = c;
     await new Promise<void>((resolve) => {
       const t = setTimeout(() => c.kill('SIGKILL'), 3000);
       c.once('exit', () => {
@@ -184,6 +189,7 @@ export class NatsServer {
       });
       c.kill('SIGTERM');
     });
+    this.stoppingChild = undefined;
   }
 
   /** Stop and start again on the same port (for reconnect tests). */
@@ -197,7 +203,11 @@ export class NatsServer {
   async dispose(): Promise<void> {
     this.unregister?.();
     this.unregister = undefined;
-    await this.stop();
-    rmSync(this.storeDir, { recursive: true, force: true });
+    try {
+      await this.stop();
+      rmSync(this.storeDir, { recursive: true, force: true });
+    } finally {
+      process.removeListener('exit', this.onExit);
+    }
   }
 }

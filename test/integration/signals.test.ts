@@ -208,3 +208,24 @@ test.serial('signals - hr1 status piped into head -1 (or a reader that is gone) 
     await server.dispose();
   }
 });
+
+test.serial('signals - the process exits while NatsServer.dispose() waits for the server (a second signal in that window): the server and its folder still go', async (t) => {
+  const tmp = freshTmp();
+  const script = join(tmp, 'exit-mid-stop.mts');
+  // dispose() has killed the watchdog and sent SIGTERM; the exit comes before the server is seen to exit
+  writeFileSync(
+    script,
+    `import { NatsServer } from ${JSON.stringify(join(ROOT, 'cluster/nats-server.ts'))};\n` +
+      `const s = await NatsServer.start();\nconsole.log('dir=' + s.dir);\nvoid s.dispose();\nprocess.exit(7);\n`,
+  );
+  const out = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+    const c = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let stdout = '';
+    c.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    c.once('exit', (code) => resolve({ code, stdout }));
+  });
+  t.is(out.code, 7);
+  t.regex(out.stdout, /dir=.*hr1-nats-/);
+  t.true(await pollUntil(() => processesMentioning(tmp).length === 0, 10_000), `left: ${processesMentioning(tmp).join('\n')}`);
+  t.deepEqual(natsFolders(tmp), []);
+});
