@@ -11,11 +11,40 @@ import { SEED_SPACES, VERIFY_SEED_STRIDE, assertDisjoint, heldoutBatch, makeBatc
 import { envDescriptor } from '../envs/registry.ts';
 import type { TrainConfig } from './train.ts';
 
-/** The (env, target) pairs a config trains on, in order. */
-export function trainPairs(cfg: Pick<TrainConfig, 'env' | 'target'>): { env: string; target: string }[] {
+/** What separates the targets one env trains on in `target` (`lm/a+lm/b`; envs are separated by commas). */
+export const TARGET_JOIN = '+';
+
+/** One env of a training run: its targets, the first of which (`target`) is the engineer's own. */
+export interface TrainPair {
+  env: string;
+  /** the env's first target: the one the engineer is said to be trained on (engineer-grpo-transfer, best-fixed-transfer) */
+  target: string;
+  /** every target the env trains on (`target: lm/a+lm/b`): SFT batch b on targets[b mod n], the env's j-th GRPO iteration on targets[j mod n] */
+  targets: string[];
+  /** how logs and charts name them: `lm/a`, or `lm/a + lm/b` */
+  label: string;
+}
+
+/** The (env, targets) pairs a config trains on, in order. */
+export function trainPairs(cfg: Pick<TrainConfig, 'env' | 'target'>): TrainPair[] {
   const envs = cfg.env.split(',').map((e) => e.trim());
-  const targets = cfg.target.split(',').map((x) => x.trim());
-  return envs.map((env, i) => ({ env, target: targets.length === 1 ? targets[0]! : targets[i]! }));
+  const specs = cfg.target.split(',').map((x) => x.trim());
+  return envs.map((env, i) => {
+    const targets = (specs.length === 1 ? specs[0]! : specs[i]!).split(TARGET_JOIN).map((t) => t.trim());
+    return { env, target: targets[0]!, targets, label: targets.join(` ${TARGET_JOIN} `) };
+  });
+}
+
+/** The target SFT batch `b` of `pair` is played on (round robin over the env's targets). */
+export function sftTargetOf(pair: TrainPair, b: number): string {
+  return pair.targets[b % pair.targets.length]!;
+}
+
+/** The env and target GRPO iteration `it` (from 1) plays: envs in turn, and within an env its targets in turn. */
+export function grpoPairOf(pairs: readonly TrainPair[], it: number): { env: string; target: string } {
+  const p = pairs[(it - 1) % pairs.length]!;
+  const j = Math.floor((it - 1) / pairs.length);
+  return { env: p.env, target: p.targets[j % p.targets.length]! };
 }
 
 /** GRPO's candidates, one JSON line each: iteration, env, index, valid, Δ, patch hash and canonical patch. */
@@ -29,8 +58,13 @@ export const TRAIN_SPLITS_FILE = 'splits.json';
 
 export interface TrainSplits {
   kind: 'hr1-train-splits/1';
-  /** per env: its target and split, and the episodes of each purpose (with `reward.on: heldout`, verify and grpo hold the held-out batches too) */
-  envs: Record<string, { target: string; split: string; sft: EpisodeRef[]; verify: EpisodeRef[]; grpo: EpisodeRef[] }>;
+  /**
+   * per env: its target (the first of several) and split, and the episodes of each purpose (with
+   * `reward.on: heldout`, verify and grpo hold the held-out batches too); `targets`: every target
+   * it trains on, when there are several (SFT batch b on targets[b mod n], the env's j-th GRPO
+   * iteration on targets[j mod n])
+   */
+  envs: Record<string, { target: string; targets?: string[]; split: string; sft: EpisodeRef[]; verify: EpisodeRef[]; grpo: EpisodeRef[] }>;
 }
 
 /**
@@ -74,7 +108,7 @@ export function trainSplits(cfg: TrainConfig): TrainSplits {
   const envs: TrainSplits['envs'] = {};
   const pairs = trainPairs(cfg);
   const sets: EpisodeSet[] = [];
-  pairs.forEach(({ env, target }) => {
+  pairs.forEach(({ env, target, targets }) => {
     const split = cfg.split ?? envDescriptor(env).splits.train;
     const batches = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split, seed: cfg.seed });
     const sft = batches.flat();
@@ -88,7 +122,7 @@ export function trainSplits(cfg: TrainConfig): TrainSplits {
         const b = grpoBatch(cfg, env, split, it);
         grpo.push(...b, ...(heldout ? grpoHeldoutBatch(cfg, env, split, it, b) : []));
       }
-    envs[env] = { target, split, sft, verify, grpo };
+    envs[env] = { target, ...(targets.length > 1 ? { targets } : {}), split, sft, verify, grpo };
     sets.push({ name: 'SFT', env, episodes: [...sft, ...verify] }, { name: 'GRPO', env, episodes: grpo });
   });
   assertDisjoint(sets);

@@ -36,7 +36,11 @@ export const TrainConfigSchema = z
   .object({
     /** an env, or several separated by commas: one engineer for all of them (its input starts with an env token) */
     env: z.string().refine((v) => v.split(',').every((e) => isEnvName(e.trim())), { error: () => `must be one of ${envNames().join(', ')}, or several of them separated by commas` }).default('alfworld'),
-    /** the frozen target; with several envs, one per env in the same order (or one for all) */
+    /**
+     * the frozen target; with several envs, one per env in the same order (or one for all). An env
+     * may train on several targets joined by `+` (`lm/a+lm/b`): its SFT batches and its GRPO
+     * iterations take them in turn, so the engineer sees packets of targets that fail differently
+     */
     target: z.string().default('sim/llama-3b'),
     seed: z.number().int().default(0),
     /** tasks per batch B (the reference used 10) */
@@ -181,13 +185,19 @@ export const TrainConfigSchema = z
     const envs = c.env.split(',');
     const targets = c.target.split(',');
     if (targets.length !== 1 && targets.length !== envs.length) ctx.addIssue({ code: 'custom', path: ['target'], message: `give one target, or one per env (${envs.length}: ${envs.join(', ')}); got ${targets.length}` });
+    for (const spec of targets) {
+      const parts = spec.split(TARGET_JOIN).map((t) => t.trim());
+      if (parts.some((t) => t === '')) ctx.addIssue({ code: 'custom', path: ['target'], message: `"${spec}" has an empty target; join an env's targets with ${TARGET_JOIN} (lm/a${TARGET_JOIN}lm/b)` });
+      else if (new Set(parts).size !== parts.length) ctx.addIssue({ code: 'custom', path: ['target'], message: `"${spec}" names a target twice; each of an env's targets once` });
+      else if (parts.length > c.sft.batches) ctx.addIssue({ code: 'custom', path: ['target'], message: `"${spec}" has ${parts.length} targets but sft.batches is ${c.sft.batches}: every target needs an SFT batch; raise sft.batches or name fewer targets` });
+    }
     if (c.split !== undefined && envs.length > 1) ctx.addIssue({ code: 'custom', path: ['split'], message: 'split names one env\'s split; with several envs each trains on its own training split' });
   });
 export type TrainConfig = z.output<typeof TrainConfigSchema>;
 
 // the run's plan (pairs, the episodes of each purpose, file names): apart, so reading a run folder does not load the training stack
-export { TRAIN_CANDIDATES_FILE, TRAIN_LEARNER_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, sftVerifyBatches, trainPairs, trainSplits, type TrainSplits } from './train-plan.ts';
-import { TRAIN_CANDIDATES_FILE, TRAIN_LEARNER_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, sftVerifyBatches, trainPairs, trainSplits } from './train-plan.ts';
+export { TARGET_JOIN, TRAIN_CANDIDATES_FILE, TRAIN_LEARNER_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, grpoPairOf, sftTargetOf, sftVerifyBatches, trainPairs, trainSplits, type TrainPair, type TrainSplits } from './train-plan.ts';
+import { TARGET_JOIN, TRAIN_CANDIDATES_FILE, TRAIN_LEARNER_FILE, TRAIN_SPLITS_FILE, grpoBatch, grpoHeldoutBatch, grpoPairOf, sftTargetOf, sftVerifyBatches, trainPairs, trainSplits } from './train-plan.ts';
 
 /** Read a YAML config (optional) and merge CLI overrides; errors name the option path. */
 /** What Δ measures for `env` under `cfg` (RewardOptions.metric). */
@@ -219,6 +229,8 @@ export interface IterationLog {
   phase: 'sft' | 'grpo';
   /** the env of a GRPO iteration's batch */
   env?: string;
+  /** the target a GRPO iteration played (one of its env's targets) */
+  target?: string;
   meanDelta?: number;
   bestDelta?: number;
   validRate?: number;
@@ -359,7 +371,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
   const keptCands = resume && existsSync(candFile) ? readFileSync(candFile, 'utf8').split('\n').filter((l) => l.trim() && (JSON.parse(l) as { iteration: number }).iteration <= resume!.iteration) : [];
   writeFileSync(candFile, keptCands.map((l) => `${l}\n`).join(''));
   const cache = new EpisodeCache(join(out, 'episodes.sqlite'));
-  log(`hr1 train: ${pairs.map((p) => `${p.env} on ${p.target}${p.target.startsWith('sim/') ? ' (SIMULATED target)' : ''} (${splitOf(p.env)})`).join('; ')}; batches of ${cfg.batchSize}; run folder ${out}`);
+  log(`hr1 train: ${pairs.map((p) => `${p.env} on ${p.label}${p.targets.some((t) => t.startsWith('sim/')) ? ' (SIMULATED target)' : ''} (${splitOf(p.env)}${p.targets.length > 1 ? `; SFT batches and GRPO iterations take the ${p.targets.length} targets in turn` : ''})`).join('; ')}; batches of ${cfg.batchSize}; run folder ${out}`);
   const iterations: IterationLog[] = [...kept];
   const write = (it: IterationLog) => {
     iterations.push(it);
@@ -373,21 +385,31 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     const t0 = performance.now();
     const rows: SftRow[] = [];
     let partsDropped = 0;
-    for (const { env, target } of pairs) {
+    for (const pair of pairs) {
+      const { env } = pair;
       const batches = makeBatches(env, { count: cfg.sft.batches, size: cfg.batchSize, split: splitOf(env), seed: cfg.seed });
       const file = pairs.length === 1 ? 'sft.jsonl' : `sft-${env}.jsonl`;
-      const verifyBatches = cfg.reward.on === 'heldout' ? (b: number) => sftVerifyBatches(cfg, env, splitOf(env), b, batches[b]!) : undefined;
-      const ds = await buildSftDataset({ cluster, env, target, batches, ...(verifyBatches ? { verifyBatches } : {}), metric: rewardMetric(cfg, env), k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, ...(cfg.sft.kinds ? { kinds: cfg.sft.kinds } : {}), teacherSeed: cfg.seed, out: join(out, file), cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
-      rows.push(...ds.rows);
-      if (ds.rows.length === 0 && cfg.sft.abstain) {
-        const ab = abstainRows(env, target, ds.packets);
-        rows.push(...ab);
-        if (ab.length) {
-          writeFileSync(join(out, file), ab.map((r) => `${JSON.stringify(r)}\n`).join(''));
-          log(`  sft data${pairs.length > 1 ? ` (${env})` : ''}: no teacher proposal passed verification; the engineer learns the empty patch on the ${ab.length} packet${ab.length === 1 ? '' : 's'} (sft.abstain)`);
+      const envRows: SftRow[] = [];
+      // several targets: batch b on sftTargetOf(pair, b), each target's rows in a file of its own, then all in `file`
+      for (const [k, target] of pair.targets.entries()) {
+        const mine = batches.map((_, b) => b).filter((b) => sftTargetOf(pair, b) === target);
+        const many = pair.targets.length > 1;
+        const verifyBatches = cfg.reward.on === 'heldout' ? (j: number) => sftVerifyBatches(cfg, env, splitOf(env), mine[j]!, batches[mine[j]!]!) : undefined;
+        const partFile = many ? join(out, 'sft-parts', `${env}-${k}.jsonl`) : join(out, file);
+        if (many) mkdirSync(join(out, 'sft-parts'), { recursive: true });
+        const tag = pairs.length > 1 || many ? ` (${env}${many ? ` on ${target}` : ''})` : '';
+        const ds = await buildSftDataset({ cluster, env, target, batches: mine.map((b) => batches[b]!), ...(verifyBatches ? { verifyBatches } : {}), metric: rewardMetric(cfg, env), k: cfg.sft.k, minDelta: cfg.sft.minDelta, verifySeeds: cfg.sft.verifySeeds, verifyRule: cfg.sft.verifyRule, minimize: cfg.sft.minimize, ...(cfg.sft.kinds ? { kinds: cfg.sft.kinds } : {}), teacherSeed: cfg.seed, out: partFile, cache, onProgress: (p) => { if (p.phase === 'done' || p.phase === 'base') log(`  sft data${tag}: batch ${p.batch}/${p.batches}: ${p.kept}/${p.proposals} proposals kept so far`); } });
+        envRows.push(...ds.rows);
+        if (ds.rows.length === 0 && cfg.sft.abstain) {
+          const ab = abstainRows(env, target, ds.packets);
+          envRows.push(...ab);
+          if (ab.length) log(`  sft data${tag}: no teacher proposal passed verification; the engineer learns the empty patch on the ${ab.length} packet${ab.length === 1 ? '' : 's'} (sft.abstain)`);
         }
+        partsDropped += ds.summary.partsDropped;
       }
-      partsDropped += ds.summary.partsDropped;
+      rows.push(...envRows);
+      // the env's rows, every target's (the best fixed patch and the experiments' summaries read this file)
+      if (envRows.length || pair.targets.length > 1) writeFileSync(join(out, file), envRows.map((r) => `${JSON.stringify(r)}\n`).join(''));
     }
     const ds = { rows };
     const sftPairs = ds.rows
@@ -478,8 +500,8 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
     const clock = new StageClock();
     const prepare = async (it: number): Promise<Prepared> => {
       const tIt = performance.now();
-      // several envs: the iterations take them in turn
-      const { env, target } = pairs[(it - 1) % pairs.length]!;
+      // several envs: the iterations take them in turn; several targets of an env: its iterations take them in turn
+      const { env, target } = grpoPairOf(pairs, it);
       const batch = grpoBatch(cfg, env, splitOf(env), it);
       return clock.time('rollout', async () => {
         const tR = performance.now();
@@ -534,7 +556,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         log(`  grpo ${it}/${cfg.grpo.iterations}: no failures in this batch; skipped`);
         versions.alias(it, it - 1);
         lastVersion = it;
-        write({ iteration: it, phase: 'grpo', env: p.env, meanDelta: 0, bestDelta: 0, validRate: 1, baseSuccess: p.baseSuccess, ms: { rollout: p.msRollout, total: performance.now() - p.tIt } });
+        write({ iteration: it, phase: 'grpo', env: p.env, target: p.target, meanDelta: 0, bestDelta: 0, validRate: 1, baseSuccess: p.baseSuccess, ms: { rollout: p.msRollout, total: performance.now() - p.tIt } });
         if (N > 0) writeFileSync(join(out, 'checkpoints', policyFile(it, ext)), await cluster.objects.get(versions.get(it)));
         return;
       }
@@ -569,6 +591,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         iteration: it,
         phase: 'grpo',
         env: p.env,
+        target: p.target,
         meanDelta: mean(deltas),
         bestDelta: Math.max(...deltas),
         validRate: valid / group.length,
@@ -589,7 +612,7 @@ export async function trainEngineer(cluster: Cluster, cfg: TrainConfig, log: (l:
         writeFileSync(stateFile, JSON.stringify({ iteration: it, checkpoint: ck.path, configHash: hash, ...(policies ? { policies } : {}) } satisfies ResumeState));
         if (N > 0) pruneFiles(join(out, 'checkpoints'), Math.max(0, it - N), ext);
       }
-      log(`  grpo ${it}/${cfg.grpo.iterations}${pairs.length > 1 ? ` (${p.env})` : ''}: mean Δ ${rec.meanDelta!.toFixed(3)}, best Δ ${rec.bestDelta!.toFixed(3)}, valid ${(rec.validRate! * 100).toFixed(0)}%, entropy ${rec.entropy!.toFixed(3)}, clip ${rec.clipFrac!.toFixed(3)}, KL ${rec.kl!.toFixed(4)}${N > 0 ? `, policy v${s.version}` : ''} | rollout ${(p.msRollout / 1000).toFixed(1)}s sample ${(s.msSampling / 1000).toFixed(1)}s validate ${(sc.msValidation / 1000).toFixed(1)}s update ${(msUpdate / 1000).toFixed(1)}s`);
+      log(`  grpo ${it}/${cfg.grpo.iterations}${pairs.length > 1 || pairs[0]!.targets.length > 1 ? ` (${pairs.length > 1 ? p.env : ''}${pairs.length > 1 && pairs.some((q) => q.targets.length > 1) ? ' ' : ''}${pairs.some((q) => q.targets.length > 1) ? `on ${p.target}` : ''})` : ''}: mean Δ ${rec.meanDelta!.toFixed(3)}, best Δ ${rec.bestDelta!.toFixed(3)}, valid ${(rec.validRate! * 100).toFixed(0)}%, entropy ${rec.entropy!.toFixed(3)}, clip ${rec.clipFrac!.toFixed(3)}, KL ${rec.kl!.toFixed(4)}${N > 0 ? `, policy v${s.version}` : ''} | rollout ${(p.msRollout / 1000).toFixed(1)}s sample ${(s.msSampling / 1000).toFixed(1)}s validate ${(sc.msValidation / 1000).toFixed(1)}s update ${(msUpdate / 1000).toFixed(1)}s`);
     };
     const stages: PipelineStages<Prepared, Sampled, Scored> = {
       prepare,

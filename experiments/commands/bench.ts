@@ -160,7 +160,7 @@ export async function benchTrainCommand(o: BenchTrainCliOptions): Promise<void> 
   const cfg = resolveTrainConfig(o.config, { ...(o.target ? { target: o.target } : {}) });
   if (o.iterations !== undefined) cfg.grpo.iterations = o.iterations;
   const { ensureLmTargets } = await import('../exp/common.ts');
-  await ensureLmTargets([...new Set(trainPairs(cfg).map((p) => p.target))], (l) => process.stderr.write(`${l}\n`));
+  await ensureLmTargets([...new Set(trainPairs(cfg).flatMap((p) => p.targets))], (l) => process.stderr.write(`${l}\n`));
   const { benchTrain } = await import('../bench/train.ts');
   await benchTrain({ config: cfg, clusters: clusters as ('embedded' | 'nodes')[], maxStaleness: o.maxStaleness, nodes: o.nodes, repeats: o.repeats, json: !!o.json });
 }

@@ -49,11 +49,12 @@ export async function trainCommand(o: TrainCommandOptions): Promise<void> {
   const { trainPairs } = await import('../train.ts');
   const { ensureLmTargets, requireTargetEnvs } = await import('../exp/common.ts');
   const pairs = trainPairs(cfg);
-  for (const p of pairs) {
-    checkTarget(p.target);
-    requireTargetEnvs(p.target, [p.env], 'target');
-  }
-  await ensureLmTargets([...new Set(pairs.map((p) => p.target))], (l) => process.stderr.write(`${l}\n`));
+  for (const p of pairs)
+    for (const t of p.targets) {
+      checkTarget(t);
+      requireTargetEnvs(t, [p.env], 'target');
+    }
+  await ensureLmTargets([...new Set(pairs.flatMap((p) => p.targets))], (l) => process.stderr.write(`${l}\n`));
   const rt = await startCluster(o);
   try {
     const r = await trainEngineer(rt.cluster, cfg, undefined, { resume: o.resume ?? false });

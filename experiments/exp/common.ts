@@ -331,7 +331,7 @@ export function checkSplits(o: Pick<CommonOptions, 'envs' | 'seed' | 'test' | 't
     const lines = sftFile ? readFileSync(sftFile, 'utf8').split('\n').filter((l) => l.trim() !== '') : undefined;
     const sftRows = lines?.length;
     const abstain = lines ? lines.filter((l) => (JSON.parse(l) as { teacher?: { name?: string } }).teacher?.name === 'abstain').length : 0;
-    engineers[env] = { dir: dirname(file), target: e.target, split: e.split, ...(sftRows !== undefined ? { sftRows } : {}), ...(abstain ? { abstainRows: abstain } : {}) };
+    engineers[env] = { dir: dirname(file), target: e.target, ...(e.targets ? { targets: e.targets } : {}), split: e.split, ...(sftRows !== undefined ? { sftRows } : {}), ...(abstain ? { abstainRows: abstain } : {}) };
     sets.push({ name: 'engineer SFT', env, episodes: [...e.sft, ...e.verify] }, { name: 'engineer GRPO', env, episodes: e.grpo });
   }
   assertDisjoint(sets);
@@ -377,7 +377,7 @@ export function reportHeader(title: string, meta: RunMeta): string {
     '',
     ...(meta.disjoint
       ? [
-          `**Disjoint:** checked before the run, no two of these share a (task, seed): ${meta.disjoint.sets.map((x) => `${x.env} ${x.name} (${x.episodes} episodes, seeds ${x.seeds ? `${x.seeds[0]}–${x.seeds[1]}` : '–'})`).join('; ')}.${Object.keys(meta.disjoint.engineers).length ? ` Engineers trained in ${Object.entries(meta.disjoint.engineers).map(([env, e]) => `${env}: ${e.dir} on ${e.target} (${e.split}${e.sftRows !== undefined ? `; ${e.sftRows} SFT rows${e.sftRows === 0 ? ': no teacher proposal passed verification, so its SFT-only engineer is untrained' : e.abstainRows ? ': no teacher proposal passed verification, so they are the empty patch on each packet (sft.abstain): it learned to leave the harness as it is' : ''}` : ''})`).join('; ')}.` : ''}`,
+          `**Disjoint:** checked before the run, no two of these share a (task, seed): ${meta.disjoint.sets.map((x) => `${x.env} ${x.name} (${x.episodes} episodes, seeds ${x.seeds ? `${x.seeds[0]}–${x.seeds[1]}` : '–'})`).join('; ')}.${Object.keys(meta.disjoint.engineers).length ? ` Engineers trained in ${Object.entries(meta.disjoint.engineers).map(([env, e]) => `${env}: ${e.dir} on ${e.targets ? `${e.targets.join(' + ')} (the engineer's own: ${e.target})` : e.target} (${e.split}${e.sftRows !== undefined ? `; ${e.sftRows} SFT rows${e.sftRows === 0 ? ': no teacher proposal passed verification, so its SFT-only engineer is untrained' : e.abstainRows ? ': no teacher proposal passed verification, so they are the empty patch on each packet (sft.abstain): it learned to leave the harness as it is' : ''}` : ''})`).join('; ')}.` : ''}`,
           '',
         ]
       : []),

@@ -116,19 +116,25 @@ export function reportSweep(meta: RunMeta, rows: EvalRow[]): Report {
   const envs = Object.keys(meta.splits);
   const method = meta.methods[0]!;
   const cells = meta.targets.map((t) => envs.map((env) => gainOf(rows, env, t, method.name, '', { resamples: b.resamples, level: b.level, seed: `${b.seed}|${t}|${env}` })));
-  const flat = cells.flat().filter((c): c is Interval => c !== null);
+  // a target an engineer was trained on (in that env) is no unseen target: shown, marked, left out of the summary
+  const trainedOn = (t: string, env: string): boolean => {
+    const e = meta.disjoint?.engineers[env];
+    return !!e && (e.targets ?? [e.target]).includes(t);
+  };
+  const seen = meta.targets.filter((t) => envs.some((env) => trainedOn(t, env)));
+  const flat = cells.flatMap((r, i) => r.filter((c, j) => !trainedOn(meta.targets[i]!, envs[j]!) && c !== null)) as Interval[];
   const positive = flat.filter((c) => c.mean > 0).length;
   const significant = flat.filter((c) => c.lo > 0).length;
   const negative = flat.filter((c) => c.mean < 0).length;
-  const label = (t: string) => `${t}${meta.simulated.includes(t) ? ' (SIM)' : ''}`;
+  const label = (t: string) => `${t}${meta.simulated.includes(t) ? ' (SIM)' : ''}${seen.includes(t) ? ' (trained on)' : ''}`;
   const head = ['target', ...envs.map((e) => `${e} Δ (${primaryMetric(e)})`), 'interventions'];
   const tRows = meta.targets.map((t, i) => [label(t), ...cells[i]!.map((c) => fmtDelta(c)), fmtInterventions(interventionRate(rows.filter((r) => r.target === t && r.method === method.name)))]);
   // the mean over cells of each cell's gain, with a bootstrap interval over cells (how much a new target gains on average)
   const mean = flat.length ? bootstrapMean(flat.map((c) => c.mean), { resamples: b.resamples, level: b.level, seed: `${b.seed}|sweep-mean` }) : null;
-  const summary = `positive cells: ${positive} of ${flat.length} (CI above 0: ${significant}; negative: ${negative})${mean ? `; mean gain ${fmtDelta(mean)} points` : ''}`;
+  const summary = `positive cells: ${positive} of ${flat.length} (CI above 0: ${significant}; negative: ${negative})${mean ? `; mean gain ${fmtDelta(mean)} points` : ''}${seen.length ? `; not counted: ${seen.length} target${seen.length === 1 ? '' : 's'} the engineer was trained on` : ''}`;
   const md = [
     reportHeader(`exp sweep: ${method.label} on ${meta.targets.length} targets`, meta),
-    `**Protocol:** the same method (${method.label}), not retuned, on every target: each target's packets come from its own vanilla rollout of the train batches (${(meta.config.train as { packets: number }).packets} packets of ${(meta.config.train as { batchSize: number }).batchSize} tasks per env); its patches are scored on that target's test episodes, paired with its vanilla. (SIM) marks SIMULATED targets.`,
+    `**Protocol:** the same method (${method.label}), not retuned, on every target: each target's packets come from its own vanilla rollout of the train batches (${(meta.config.train as { packets: number }).packets} packets of ${(meta.config.train as { batchSize: number }).batchSize} tasks per env); its patches are scored on that target's test episodes, paired with its vanilla. (SIM) marks SIMULATED targets.${seen.length ? ` (trained on) marks a target the engineer was trained on (its packets of other tasks were in its training): shown, not counted in the summary.` : ''}`,
     '',
     '## Gain per target × env (points, 95% CI)',
     '',

@@ -39,7 +39,7 @@ const secs = (v: number | undefined): number | null => (v === undefined ? null :
  * @example
  * trainingChart(iterations, [{ env: 'alfworld', target: 'sim/llama-3b' }])
  */
-export function trainingChart(iterations: readonly IterationLog[], pairs: readonly { env: string; target: string }[]): string {
+export function trainingChart(iterations: readonly IterationLog[], pairs: readonly { env: string; target: string; label?: string }[]): string {
   const sft = iterations.filter((x) => x.phase === 'sft');
   const g = iterations.filter((x) => x.phase === 'grpo');
   const gx = g.map((x) => x.iteration);
@@ -70,7 +70,7 @@ export function trainingChart(iterations: readonly IterationLog[], pairs: readon
   }
   const envs = [...new Set(g.map((x) => x.env).filter((e): e is string => !!e))];
   return panelChart({
-    title: `hr1 train: ${pairs.map((p) => `${p.env} on ${p.target}${p.target.startsWith('sim/') ? ' (SIMULATED)' : ''}`).join('; ')}`,
+    title: `hr1 train: ${pairs.map((p) => `${p.env} on ${p.label ?? p.target}${(p.label ?? p.target).includes('sim/') ? ' (SIMULATED)' : ''}`).join('; ')}`,
     subtitle: `${sft.length} SFT epochs, ${g.length} GRPO iterations${envs.length > 1 ? ` (envs in turn: ${envs.join(', ')})` : ''}`,
     panels: panels.length ? panels : [{ title: 'no iterations logged yet', x: [], series: [] }],
   });
@@ -84,12 +84,12 @@ function writeAtomic(file: string, data: string | Uint8Array): void {
 }
 
 /** Write scalars.csv of a train run folder (every scalar of every iteration so far). */
-export function writeTrainScalars(dir: string, iterations: readonly IterationLog[], pairs: readonly { env: string; target: string }[]): void {
+export function writeTrainScalars(dir: string, iterations: readonly IterationLog[], pairs: readonly { env: string; target: string; label?: string }[]): void {
   writeAtomic(join(dir, 'scalars.csv'), scalarsToCsv(trainScalars(iterations, pairs)));
 }
 
 /** Write scalars.csv and plots/training.svg and .png of a train run folder. */
-export function writeTrainReport(dir: string, iterations: readonly IterationLog[], pairs: readonly { env: string; target: string }[]): { scalars: string; svg: string; png: string } {
+export function writeTrainReport(dir: string, iterations: readonly IterationLog[], pairs: readonly { env: string; target: string; label?: string }[]): { scalars: string; svg: string; png: string } {
   writeTrainScalars(dir, iterations, pairs);
   const svg = trainingChart(iterations, pairs);
   const files = { scalars: join(dir, 'scalars.csv'), svg: join(dir, `${TRAINING_PLOT}.svg`), png: join(dir, `${TRAINING_PLOT}.png`) };

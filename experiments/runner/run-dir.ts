@@ -53,7 +53,7 @@ export interface RunMeta {
    * test episodes, and the SFT and GRPO episodes of each engineer the run uses), with where each
    * engineer was trained and on which target
    */
-  disjoint?: { sets: { name: string; env: string; episodes: number; tasks: number; seeds: [number, number] | null }[]; engineers: Record<string, { dir: string; target: string; split: string; sftRows?: number; abstainRows?: number }> };
+  disjoint?: { sets: { name: string; env: string; episodes: number; tasks: number; seeds: [number, number] | null }[]; engineers: Record<string, { dir: string; target: string; targets?: string[]; split: string; sftRows?: number; abstainRows?: number }> };
 }
 
 /** One completed unit (an evaluation of one patch on one env's test episodes, or similar). */

@@ -1,4 +1,5 @@
 import test from 'ava';
+import Database from 'better-sqlite3';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -124,7 +125,44 @@ test('train - one engineer for several envs: SFT data from each, GRPO iterations
   }
 });
 
+test('train - one env on several targets (lm/a+lm/b): SFT batches and GRPO iterations take them in turn, splits.json and the rows say which', async (t) => {
+  t.timeout(600_000);
+  const out = join(tmpdir(), `hr1-train-multi-${process.pid}`);
+  rmSync(out, { recursive: true, force: true });
+  const cfg = resolveTrainConfig(undefined, { model: SMALL, env: 'alfworld', target: 'sim/llama-3b+sim/qwen-3b', batchSize: 6, sft: { batches: 2, k: 3, epochs: 2, batchSize: 8 }, grpo: { iterations: 4, k: 3 }, out });
+  const rt = await init({ inProcess: true });
+  const lines: string[] = [];
+  try {
+    const r = await trainEngineer(rt.cluster, cfg, (l) => lines.push(l));
+    const grpo = r.iterations.filter((x) => x.phase === 'grpo');
+    t.deepEqual(grpo.map((x) => x.target), ['sim/llama-3b', 'sim/qwen-3b', 'sim/llama-3b', 'sim/qwen-3b']);
+    // every SFT row of the env in sft.jsonl, each target's batch played on that target: batch 0 on the first, batch 1 on the second
+    const rows = readFileSync(join(out, 'sft.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { target: string; batch: { taskId: string; seed: number }[] });
+    const splits = JSON.parse(readFileSync(join(out, TRAIN_SPLITS_FILE), 'utf8'));
+    t.is(splits.envs.alfworld.target, 'sim/llama-3b');
+    t.deepEqual(splits.envs.alfworld.targets, ['sim/llama-3b', 'sim/qwen-3b']);
+    const batchOf = (b: number) => JSON.stringify(splits.envs.alfworld.sft.slice(6 * b, 6 * b + 6));
+    for (const row of rows) t.is(JSON.stringify(row.batch), batchOf(row.target === 'sim/llama-3b' ? 0 : 1), row.target);
+    t.deepEqual([...new Set(rows.map((x) => x.target))].sort(), ['sim/llama-3b', 'sim/qwen-3b'], 'rows from both targets');
+    // the episodes were really played on both targets: each batch's episodes are in the run's cache under its own target only (a sim target's key carries its version: sim/llama-3b@sim-N)
+    const db = new Database(join(out, 'episodes.sqlite'), { readonly: true });
+    try {
+      const played = (target: string, b: number) => splits.envs.alfworld.sft.slice(6 * b, 6 * b + 6).filter((e: { taskId: string; seed: number }) => db.prepare("SELECT 1 FROM episodes WHERE (target = ? OR target LIKE ? || '@%') AND task = ? AND seed = ?").get(target, target, e.taskId, e.seed)).length;
+      t.deepEqual([played('sim/llama-3b', 0), played('sim/qwen-3b', 1), played('sim/llama-3b', 1), played('sim/qwen-3b', 0)], [6, 6, 0, 0]);
+    } finally {
+      db.close();
+    }
+    t.regex(lines.join('\n'), /alfworld on sim\/llama-3b \+ sim\/qwen-3b/);
+  } finally {
+    await rt.shutdown();
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
 test('train - a bad config names the option path', (t) => {
+  t.throws(() => resolveTrainConfig(undefined, { target: 'sim/llama-3b++sim/qwen-3b' }), { instanceOf: ConfigError, message: /config\.target.*empty target/ });
+  t.throws(() => resolveTrainConfig(undefined, { target: 'sim/llama-3b+sim/llama-3b' }), { instanceOf: ConfigError, message: /config\.target.*twice/ });
+  t.throws(() => resolveTrainConfig(undefined, { target: 'sim/llama-3b+sim/qwen-3b+sim/qwen-8b', sft: { batches: 2 } }), { instanceOf: ConfigError, message: /config\.target.*3 targets but sft\.batches is 2/ });
   t.throws(() => resolveTrainConfig(undefined, { env: 'alfworld,webshop', target: 'a,b,c' }), { instanceOf: ConfigError, message: /config\.target.*one per env/ });
   t.throws(() => resolveTrainConfig(undefined, { env: 'alfworld,chess' }), { instanceOf: ConfigError, message: /config\.env/ });
   t.throws(() => resolveTrainConfig(undefined, { model: { maxLen: 256 } }), { instanceOf: ConfigError, message: /config\.model\.maxLen.*at least 768/ });
