@@ -3,7 +3,8 @@
  * episodes (e.g. the engineer's sweep and the best fixed patch's, sweep.main.yaml and
  * sweep.main-fixed.yaml), cell by cell: the paired difference A − B of their methods' primary
  * metric on each target × env, the cells where A is above or below B with the interval clear of
- * 0, and the mean difference over cells with a bootstrap interval. From stored rows only.
+ * 0, and the mean difference over cells with a bootstrap interval. A cell whose target an engineer of
+ * either run was trained on is left out (and listed). From stored rows only.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,11 +14,14 @@ import { fmtDelta, textTable } from '../report/markdown.ts';
 import { primaryMetric, type EvalRow } from '../runner/evaluate.ts';
 import { ExpError } from '../runner/errors.ts';
 import { RunDir, type RunMeta } from '../runner/run-dir.ts';
+import { engineerTrainedOn } from './sweep.ts';
 
 export interface SweepComparison {
   a: { dir: string; method: string };
   b: { dir: string; method: string };
   cells: { target: string; env: string; a: Interval | null; b: Interval | null; diff: Interval }[];
+  /** cells left out: an engineer of A or B was trained on the target (no unseen target) */
+  trainedOn: { target: string; env: string }[];
   above: number;
   below: number;
   /** mean over cells of the difference, with a bootstrap interval over cells */
@@ -42,8 +46,13 @@ export function compareSweeps(dirA: string, dirB: string, o: { resamples?: numbe
   const mb = B.meta.methods[0]!.name;
   const boot = (seed: string) => ({ resamples: o.resamples ?? 1000, level: o.level ?? 0.95, seed: `${o.seed ?? 0}|${seed}` });
   const cells: SweepComparison['cells'] = [];
+  const trainedOn: SweepComparison['trainedOn'] = [];
   for (const target of A.meta.targets.filter((t) => B.meta.targets.includes(t))) {
     for (const env of Object.keys(A.meta.splits).filter((e) => e in B.meta.splits)) {
+      if (engineerTrainedOn(A.meta, target, env) || engineerTrainedOn(B.meta, target, env)) {
+        trainedOn.push({ target, env });
+        continue;
+      }
       const metric = primaryMetric(env);
       const mat = (x: { rows: EvalRow[] }, method: string) => taskSeedMatrix(x.rows.filter((r) => r.env === env && r.target === target && r.method === method && r.variant === ''), metric);
       const a = mat(A, ma);
@@ -65,6 +74,7 @@ export function compareSweeps(dirA: string, dirB: string, o: { resamples?: numbe
     a: { dir: dirA, method: ma },
     b: { dir: dirB, method: mb },
     cells,
+    trainedOn,
     above: cells.filter((c) => c.diff.lo > 0).length,
     below: cells.filter((c) => c.diff.hi < 0).length,
     mean: bootstrapMean(cells.map((c) => c.diff.mean), boot('mean')),
@@ -81,5 +91,6 @@ export function formatComparison(c: SweepComparison): string {
     `exp compare — ${c.a.method} (${c.a.dir}) against ${c.b.method} (${c.b.dir}); points, paired on the same test episodes, 95% CI`,
     textTable(head, rows),
     `${c.a.method} above ${c.b.method} in ${pos} of ${c.cells.length} cells (interval above 0: ${c.above}), below in ${neg} (interval below 0: ${c.below}); mean difference over cells ${fmtDelta(c.mean)} points`,
+    ...(c.trainedOn.length ? [`left out: ${c.trainedOn.map((x) => `${x.target} (${x.env})`).join(', ')}, which an engineer of these runs was trained on`] : []),
   ].join('\n');
 }

@@ -111,16 +111,19 @@ export function gainOf(rows: readonly EvalRow[], env: string, target: string, me
   return a && v ? pairedDelta([a], [v], boot) : null;
 }
 
+/** Whether the run's engineer for `env` was trained on `target` (one of its training targets: its splits.json). */
+export function engineerTrainedOn(meta: Pick<RunMeta, 'disjoint'>, target: string, env: string): boolean {
+  const e = meta.disjoint?.engineers[env];
+  return !!e && (e.targets ?? [e.target]).includes(target);
+}
+
 export function reportSweep(meta: RunMeta, rows: EvalRow[]): Report {
   const b = meta.config.bootstrap as { resamples: number; seed: number; level: number };
   const envs = Object.keys(meta.splits);
   const method = meta.methods[0]!;
   const cells = meta.targets.map((t) => envs.map((env) => gainOf(rows, env, t, method.name, '', { resamples: b.resamples, level: b.level, seed: `${b.seed}|${t}|${env}` })));
   // a target an engineer was trained on (in that env) is no unseen target: shown, marked, left out of the summary
-  const trainedOn = (t: string, env: string): boolean => {
-    const e = meta.disjoint?.engineers[env];
-    return !!e && (e.targets ?? [e.target]).includes(t);
-  };
+  const trainedOn = (t: string, env: string): boolean => engineerTrainedOn(meta, t, env);
   const seen = meta.targets.filter((t) => envs.some((env) => trainedOn(t, env)));
   const flat = cells.flatMap((r, i) => r.filter((c, j) => !trainedOn(meta.targets[i]!, envs[j]!) && c !== null)) as Interval[];
   const positive = flat.filter((c) => c.mean > 0).length;

@@ -4,6 +4,11 @@
  * left out of the positive-cell count and the mean gain.
  */
 import test from 'ava';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compareSweeps, formatComparison } from '../../../experiments/exp/compare.ts';
+import { RunDir } from '../../../experiments/runner/run-dir.ts';
 import { reportSweep } from '../../../experiments/exp/sweep.ts';
 import type { EvalRow, Outcome } from '../../../experiments/runner/evaluate.ts';
 import type { RunMeta } from '../../../experiments/runner/run-dir.ts';
@@ -41,4 +46,26 @@ test('sweep report - a target the engineer was trained on is marked and not coun
   const unseen = reportSweep(meta(), ALL);
   t.regex(unseen.markdown, /positive cells: 2 of 3 .*mean gain \+16\.7/);
   t.notRegex(unseen.markdown, /trained on\)/);
+});
+
+test('exp compare - leaves out a cell whose target an engineer of either run was trained on, and says so', (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'hr1-cmp-'));
+  try {
+    const write = (name: string, m: RunMeta, rs: EvalRow[]) => {
+      const run = new RunDir(join(root, name), { create: true });
+      run.writeMeta(m);
+      for (const r of rs) run.append(r);
+      run.close();
+    };
+    write('multi', meta(['lm/x', 'lm/a']), ALL);
+    write('single', meta(), [...rows('lm/a', 2, 2), ...rows('lm/b', 2, 2), ...rows('lm/c', 3, 3)]);
+    const c = compareSweeps(join(root, 'multi'), join(root, 'single'), { resamples: 200 });
+    t.deepEqual(c.cells.map((x) => x.target), ['lm/b', 'lm/c']);
+    t.deepEqual(c.trainedOn, [{ target: 'lm/a', env: 'alfworld' }]);
+    t.regex(formatComparison(c), /left out: lm\/a \(alfworld\), which an engineer of these runs was trained on/);
+    // two one-target engineers: nothing left out
+    t.is(compareSweeps(join(root, 'single'), join(root, 'single'), { resamples: 200 }).cells.length, 3);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
