@@ -24,7 +24,9 @@ let rt: Awaited<ReturnType<typeof init>>;
 let fullDir: string;
 let fullRan = 0;
 test.before(async () => {
-  rt = await init({ inProcess: true });
+  // the tests of this file share one in-process node and run at once; on a busy machine (CI) an lm
+  // target's spawn can wait its turn on the event loop past the 60 s default, which is not what they test
+  rt = await init({ inProcess: true, spawnTimeout: '5m' });
   fullDir = join(root, 'full');
   const r = await runExpMain({ ...SMALL, out: fullDir }, { ...quiet, cluster: rt.cluster });
   fullRan = r.ran;
