@@ -163,14 +163,33 @@ export const targetPerEnvSchema = z.preprocess(
 );
 
 /**
+ * The targets an engineer trains on in one env: a target spec, or several joined by `+`
+ * (`lm/a+lm/b`: hr1 train takes them in turn; docs/ENGINEER.md "Several targets per env").
+ */
+const engineerTarget = z.string().superRefine((s, ctx) => {
+  const parts = s.split('+').map((x) => x.trim());
+  if (parts.some((x) => x === '')) ctx.addIssue({ code: 'custom', message: `"${s}" has an empty target; join an env's targets with + (lm/a+lm/b)` });
+  for (const part of parts.filter((x) => x !== '')) {
+    const r = target.safeParse(part);
+    if (!r.success) ctx.addIssue({ code: 'custom', message: `${parts.length > 1 ? `${part}: ` : ''}${r.error.issues[0]!.message}` });
+  }
+});
+
+/** `engineerTargets`: as {@link targetPerEnvSchema}, each spec possibly several targets joined by `+`. */
+export const engineerTargetPerEnvSchema = z.preprocess(
+  (v) => (typeof v === 'string' && /^[a-z][\w-]*=/.test(v) ? Object.fromEntries(v.split(',').map((kv) => [kv.slice(0, kv.indexOf('=')).trim(), kv.slice(kv.indexOf('=') + 1).trim()])) : v),
+  z.union([engineerTarget, z.record(z.string().refine(isEnvName, { error: () => `must be one of ${envNames().join(', ')}` }), engineerTarget)], { error: 'must be a target spec (or several joined by +), or a map of env to such a spec (alfworld: lm/a+lm/b)' }),
+);
+
+/**
  * Where the engineers of an experiment other than `main` come from when no `engineer` folder is
  * given: trained (or found trained earlier, under runs/engineers/<hash>/) on `engineerTargets`, one
  * per env, with the train config `engineerConfig`, exactly as `hr1 exp main` trains them, so a
  * sweep uses the main job's engineers, not retuned.
  */
 export const engineerTrainShape = {
-  /** the targets the engineers are trained on (a spec, or a map of env to spec); absent: an engineer row needs `engineer` */
-  engineerTargets: targetPerEnvSchema.optional(),
+  /** the targets the engineers are trained on (a spec, or a map of env to spec; a spec may join several with `+`); absent: an engineer row needs `engineer` */
+  engineerTargets: engineerTargetPerEnvSchema.optional(),
   /** the `hr1 train` config the engineers are trained with. @default experiments/configs/train.default.yaml */
   engineerConfig: z.string().refine((f) => existsSync(f), { error: 'does not exist; give an hr1 train config (e.g. experiments/configs/train.default.yaml)' }).optional(),
 };

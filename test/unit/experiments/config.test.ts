@@ -36,6 +36,9 @@ test('config - errors name the option path', (t) => {
   fails(t, () => resolveExpMain({ editor: { select: 'best' } }), 'main.editor.select', /"first" or "best-of-k"/);
   fails(t, () => resolveExpMain({ bootstrap: { level: 2 } }), 'main.bootstrap.level');
   fails(t, () => resolveExpSweep({ targets: [] }), 'sweep.targets', /at least one target/);
+  // engineerTargets: several targets per env joined by +, each checked
+  fails(t, () => resolveExpSweep({ engineerTargets: { alfworld: 'lm/alf-s-256-ecrt-xl+lm/nope' } }), 'sweep.engineerTargets.alfworld', /lm\/nope: /);
+  fails(t, () => resolveExpSweep({ engineerTargets: { alfworld: 'lm/alf-s-256-ecrt-xl++lm/alf-s-256-e' } }), 'sweep.engineerTargets.alfworld', /empty target/);
   const e = fails(t, () => resolveExpMain({ tset: { tasks: 3 } }), 'main');
   t.regex(e.message, /tset/);
 });
@@ -68,6 +71,11 @@ test('config - the shipped configs are valid', (t) => {
   t.deepEqual(z.targets, ZOO.filter((c) => !c.base).map((c) => `lm/${c.name}`));
   t.true(z.targets.length >= 20);
   t.deepEqual(resolveExpSweep({ targets: ['sims', 'sim/qwen-3b'] }).targets, DEFAULT_SWEEP_TARGETS);
+  // an engineer trained on three ALFWorld targets, on the sweep's 18 ALFWorld targets
+  const m = resolveExpSweep({ config: 'experiments/configs/sweep.multi.yaml' });
+  t.deepEqual(m.engineerTargets, { alfworld: 'lm/alf-s-256-ecrt-xl+lm/alf-s-256-e+lm/alf-m-256-r' });
+  t.is(m.targets.length, 18);
+  t.deepEqual(resolveExpSweep({ engineerTargets: 'alfworld=lm/alf-s-256-ecrt-xl+lm/alf-s-256-e' }).engineerTargets, { alfworld: 'lm/alf-s-256-ecrt-xl+lm/alf-s-256-e' });
   t.is(resolveExpMain({ config: 'experiments/configs/main.lm.yaml' }).target, 'lm/alf-l-256-a');
   // co-evolution on learned targets: a target and its fine-tuned version per env
   const c = resolveExpCoevolve({ config: 'experiments/configs/coevolve.zoo.yaml' });
