@@ -439,6 +439,7 @@ expCommon(expCmd.command('main').description('per env and on average: vanilla, R
   .option('--methods <list>', 'rows, e.g. vanilla,prompted-editor,engineer-grpo (llm-editor: with --engineer openai:<base-url>#<model>)', list)
   .option('--no-train-engineer', 'do not train the engineers when --engineer is not given (their rows say why they are empty)')
   .option('--engineer-config <file>', 'the hr1 train config of the engineers trained when --engineer is not given (default experiments/configs/train.default.yaml)')
+  .option('--engineer-targets <spec>', 'without --engineer: train the engineers on these targets instead of --target, one spec per env (alfworld=lm/a+lm/b,webshop=lm/…; + joins several targets of one env)')
   .action(async (o) => {
     const { runExpCommand } = await import('../commands/exp.ts');
     await runExpCommand('main', o);

@@ -71,7 +71,10 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
       await exp.runExpMain(opts);
       return;
     }
-    await withEngineers(resolved, resolved.target, (engineer, io) => exp.runExpMain({ ...opts, engineer }, io));
+    const et = resolved.engineerTargets ?? resolved.target;
+    // checked to cover the run's envs before a cluster starts (hr1 train checks each target)
+    if (resolved.engineerTargets) exp.targetsByEnv(et, resolved.envs, 'engineerTargets');
+    await withEngineers(resolved, et, (engineer, io) => exp.runExpMain({ ...opts, engineer }, io));
     return;
   }
   if (name === 'sweep' || name === 'ablate' || name === 'crosstask' || name === 'coevolve') {

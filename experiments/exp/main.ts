@@ -29,6 +29,12 @@ export const ExpMainSchema = z.strictObject({
    * target and seed are the experiment's). @default experiments/configs/train.default.yaml
    */
   engineerConfig: engineerTrainShape.engineerConfig,
+  /**
+   * the targets the engineers are trained on when no `engineer` is given (a spec, or a map of env to
+   * spec; a spec may join several with `+`, lm/a+lm/b: docs/ENGINEER.md, "Several targets per env").
+   * @default the experiment's `target`
+   */
+  engineerTargets: engineerTrainShape.engineerTargets,
 });
 
 /** Options of `hr1 exp main` (input: every field optional; see the DEFAULT_* constants). */

@@ -39,6 +39,7 @@ test('config - errors name the option path', (t) => {
   // engineerTargets: several targets per env joined by +, each checked
   fails(t, () => resolveExpSweep({ engineerTargets: { alfworld: 'lm/alf-s-256-ecrt-xl+lm/nope' } }), 'sweep.engineerTargets.alfworld', /lm\/nope: /);
   fails(t, () => resolveExpSweep({ engineerTargets: { alfworld: 'lm/alf-s-256-ecrt-xl++lm/alf-s-256-e' } }), 'sweep.engineerTargets.alfworld', /empty target/);
+  fails(t, () => resolveExpMain({ engineerTargets: { alfworld: 'lm/alf-s-256-ecrt-xl+lm/nope' } }), 'main.engineerTargets.alfworld', /lm\/nope: /);
   const e = fails(t, () => resolveExpMain({ tset: { tasks: 3 } }), 'main');
   t.regex(e.message, /tset/);
 });
@@ -76,6 +77,13 @@ test('config - the shipped configs are valid', (t) => {
   t.deepEqual(m.engineerTargets, { alfworld: 'lm/alf-s-256-ecrt-xl+lm/alf-s-256-e+lm/alf-m-256-r' });
   t.is(m.targets.length, 18);
   t.deepEqual(resolveExpSweep({ engineerTargets: 'alfworld=lm/alf-s-256-ecrt-xl+lm/alf-s-256-e' }).engineerTargets, { alfworld: 'lm/alf-s-256-ecrt-xl+lm/alf-s-256-e' });
+  // the same engineer at three times the budget, on the sweep and on the main table's ALFWorld row
+  const m24 = resolveExpSweep({ config: 'experiments/configs/sweep.multi24.yaml' });
+  t.deepEqual([m24.engineerTargets, m24.targets], [m.engineerTargets, m.targets]);
+  t.is(m24.engineerConfig, 'experiments/configs/train.zoo-x3.yaml');
+  const mm = resolveExpMain({ config: 'experiments/configs/main.multi24.yaml' });
+  t.deepEqual([mm.engineerTargets, mm.engineerConfig, mm.splits], [m24.engineerTargets, m24.engineerConfig, m24.splits], 'main.multi24 finds sweep.multi24\'s engineer');
+  t.is(resolveExpMain({}).engineerTargets, undefined, 'by default the engineers train on the experiment\'s target');
   t.is(resolveExpMain({ config: 'experiments/configs/main.lm.yaml' }).target, 'lm/alf-l-256-a');
   // co-evolution on learned targets: a target and its fine-tuned version per env
   const c = resolveExpCoevolve({ config: 'experiments/configs/coevolve.zoo.yaml' });
