@@ -32,6 +32,9 @@ async function withEngineers(
 ): Promise<void> {
   const exp = await import('../exp/index.ts');
   const { ensureEngineers } = await import('../exp/engineers.ts');
+  // a map must cover the run's envs, checked before a cluster starts (hr1 train checks each target);
+  // the whole map keys the engineers' folder, so a run on fewer envs finds the main job's engineers
+  exp.targetsByEnv(target, resolved.envs, 'engineerTargets');
   const rt = await init(exp.initOptionsOf(resolved));
   try {
     const engineer = await ensureEngineers(rt.cluster, resolved.envs, target, resolved.seed, { ...(resolved.engineerConfig ? { config: resolved.engineerConfig } : {}), trainSplits: trainSplitsOf(resolved.splits) });
@@ -71,10 +74,7 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
       await exp.runExpMain(opts);
       return;
     }
-    const et = resolved.engineerTargets ?? resolved.target;
-    // checked to cover the run's envs before a cluster starts (hr1 train checks each target)
-    if (resolved.engineerTargets) exp.targetsByEnv(et, resolved.envs, 'engineerTargets');
-    await withEngineers(resolved, et, (engineer, io) => exp.runExpMain({ ...opts, engineer }, io));
+    await withEngineers(resolved, resolved.engineerTargets ?? resolved.target, (engineer, io) => exp.runExpMain({ ...opts, engineer }, io));
     return;
   }
   if (name === 'sweep' || name === 'ablate' || name === 'crosstask' || name === 'coevolve') {
@@ -84,10 +84,7 @@ export async function runExpCommand(name: ExpName, o: ExpCommandOptions): Promis
     const wanted = 'methods' in resolved ? resolved.methods.some((m) => wantsEngineer(m, exp)) : wantsEngineer(resolved.method, exp);
     // engineers trained on engineerTargets (the main job's, from its cache), then applied unchanged
     if (!resolved.engineer && trainEngineers && wanted && resolved.engineerTargets) {
-      // the whole map keys the engineers' folder (checked to cover the run's envs), so a run on fewer envs finds the main job's engineers
-      const et = resolved.engineerTargets;
-      exp.targetsByEnv(et, resolved.envs, 'engineerTargets');
-      await withEngineers(resolved, et, (engineer, io) => run({ ...opts, engineer }, io));
+      await withEngineers(resolved, resolved.engineerTargets, (engineer, io) => run({ ...opts, engineer }, io));
       return;
     }
     await run(opts);

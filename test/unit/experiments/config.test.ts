@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_BOOTSTRAP, DEFAULT_EDITOR, DEFAULT_MAIN_METHODS, DEFAULT_MAIN_TARGET, DEFAULT_TEST, DEFAULT_TRAIN, ExpError, defaultRunDir, DEFAULT_SWEEP_TARGETS, resolveExpCoevolve, resolveExpMain, resolveExpSweep, runExpMain, tunedOf, coevolvePairs } from '../../../experiments/exp/index.ts';
 import { ZOO } from '../../../policies/targets/lm/zoo.ts';
+import { engineersDir } from '../../../experiments/exp/engineers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hr1-cfg-'));
 
@@ -83,6 +84,9 @@ test('config - the shipped configs are valid', (t) => {
   t.is(m24.engineerConfig, 'experiments/configs/train.zoo-x3.yaml');
   const mm = resolveExpMain({ config: 'experiments/configs/main.multi24.yaml' });
   t.deepEqual([mm.engineerTargets, mm.engineerConfig, mm.splits], [m24.engineerTargets, m24.engineerConfig, m24.splits], 'main.multi24 finds sweep.multi24\'s engineer');
+  const dirOf = (o: typeof m24 | typeof mm) => engineersDir(o.engineerTargets!, o.seed, o.engineerConfig, { alfworld: o.splits!.alfworld!.train });
+  t.is(dirOf(mm), dirOf(m24), 'the same engineers\' folder');
+  t.not(dirOf(m24), dirOf(m), 'another budget, another folder');
   t.is(resolveExpMain({}).engineerTargets, undefined, 'by default the engineers train on the experiment\'s target');
   t.is(resolveExpMain({ config: 'experiments/configs/main.lm.yaml' }).target, 'lm/alf-l-256-a');
   // co-evolution on learned targets: a target and its fine-tuned version per env
