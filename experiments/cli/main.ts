@@ -557,6 +557,19 @@ zoo
     await zooTableCommand(o);
   });
 zoo
+  .command('probe')
+  .description('DBBench targets on fresh synthetic tasks of their own training distribution (every table renamed, a seed no build draws): tells a model that did not learn the skill from one that does not carry it to dev')
+  .option('--config <file>', 'a YAML file of your own zoo entries')
+  .option('--only <list>', 'names, comma-separated (default: every built or vendored DBBench target)', list)
+  .option('--tasks <n>', 'synthetic tasks (default 120)', parsePositiveInt('--tasks'))
+  .option('--rename <p>', 'share of renamed tables, 0..1 (default 1)', parseNumberOpt('--rename', { min: 0, max: 1 }))
+  .option('--temperature <x>', 'sampling temperature (default: the model\'s)', parseNumberOpt('--temperature', { min: 0, max: 2 }))
+  .option('--json', 'print one JSON array: one object per model (name, tasks, won, success, successCi, reads, writes, byType, invalid)')
+  .action(async (o) => {
+    const { zooProbe } = await import('../commands/zoo.ts');
+    await zooProbe(o);
+  });
+zoo
   .command('vendor')
   .description('write compact (fp16) copies of built zoo models into the repository\'s vendored zoo (policies/targets/lm/vendored/, or HR1_ZOO_VENDORED), after measuring fp16 against fp32')
   .option('--config <file>', 'a YAML file of your own zoo entries')

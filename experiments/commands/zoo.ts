@@ -100,3 +100,54 @@ export async function zooTableCommand(o: ZooTableOptions): Promise<void> {
   else console.log(md);
   if (o.write) writeFileSync(o.write, lm.spliceZooTable(readFileSync(o.write, 'utf8'), md));
 }
+
+export interface ZooProbeOptions {
+  config?: string | undefined;
+  /** names (default: every built or vendored DBBench entry) */
+  only?: string[] | undefined;
+  tasks?: number | undefined;
+  rename?: number | undefined;
+  temperature?: number | undefined;
+  json?: boolean | undefined;
+}
+
+/**
+ * `hr1 zoo probe`: DBBench targets on fresh synthetic tasks of their own training distribution
+ * (dbbench/probe.ts), to tell "did not learn the skill" from "does not carry it to dev".
+ */
+export async function zooProbe(o: ZooProbeOptions): Promise<void> {
+  await useZooConfig(o.config);
+  const lm = await import('../../policies/targets/lm/index.ts');
+  const { locateModel } = await import('../../policies/targets/lm/vendor.ts');
+  const names = o.only ?? lm.knownZoo().filter((z) => z.envs.includes('dbbench') && locateModel(lm.resolveConfig(z.name), {})).map((z) => z.name);
+  if (names.length === 0) {
+    log('zoo probe: no DBBench target is built or vendored; build one with `hr1 zoo build --only db-s-384-vrt`');
+    return;
+  }
+  const out: Record<string, unknown>[] = [];
+  for (const name of names) {
+    const c = lm.resolveConfig(name);
+    if (!c.envs.includes('dbbench')) throw new lm.LmTargetError('LM_BAD_OPTION', `zoo probe: lm/${name} is not a DBBench target (envs: ${c.envs.join(', ')}); the probe plays synthetic DBBench tasks`, { data: { name } });
+    const m = await lm.lmModel(name, o.temperature !== undefined ? { temperature: o.temperature } : {});
+    const t0 = Date.now();
+    try {
+      const phrasing = c.phrasing ?? 'base';
+      const r = await lm.probeSynthetic(m, { ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.rename !== undefined ? { rename: o.rename } : {}), phrasing });
+      out.push({ name, target: `lm/${name}`, phrasing, rename: o.rename ?? 1, ...r });
+      log(`lm/${name}: ${r.won}/${r.tasks} synthetic tasks won (${(Date.now() - t0) / 1000} s)`);
+    } finally {
+      await m.release();
+    }
+  }
+  if (o.json) {
+    console.log(JSON.stringify(out));
+    return;
+  }
+  const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+  const frac = (x: { tasks: number; won: number }): string => `${x.won}/${x.tasks}`;
+  console.log(table(['target', 'phrasing', 'tasks', 'success [95 % CI]', 'reads', 'writes', 'invalid'], out.map((r) => {
+    const p = r as unknown as { target: string; phrasing: string; tasks: number; success: number; successCi: [number, number]; reads: { tasks: number; won: number }; writes: { tasks: number; won: number }; invalid: number };
+    return [p.target, p.phrasing, p.tasks, `${pct(p.success)} [${pct(p.successCi[0])}, ${pct(p.successCi[1])}]`, frac(p.reads), frac(p.writes), pct(p.invalid)];
+  })));
+  console.log('\nfresh synthetic tasks (every table renamed: new name, headers and values), drawn with a seed no build uses; compare with the dev split in `hr1 zoo table`');
+}
