@@ -192,6 +192,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'db-m-384-vwrt', envs: db, ...size.m, maxLen: 384, episodes: 6000, steps: 2000, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt at m size with 2,000 steps' },
   { name: 'db-s-384-vwrt-x', envs: db, ...size.s, maxLen: 384, episodes: 24000, steps: 2400, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt with 4× the episodes (each decision seen about once: held-out synthetic success 5.8 → 22.5 %, `hr1 zoo probe`) and 1.5× the steps' },
   { name: 'db-s-384-vwrt-x-b', envs: db, ...size.s, maxLen: 384, episodes: 24000, steps: 2400, seed: 2, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt-x with seed 2' },
+  { name: 'db-m-384-vwrt-x', envs: db, ...size.m, maxLen: 384, episodes: 24000, steps: 2000, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt-x at m size with 2,000 steps (probe 11.7 %, dev 0 %: not vendored)' },
   { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
   { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
 ] satisfies ZooConfig[]);
