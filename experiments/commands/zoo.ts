@@ -118,8 +118,7 @@ export interface ZooProbeOptions {
 export async function zooProbe(o: ZooProbeOptions): Promise<void> {
   await useZooConfig(o.config);
   const lm = await import('../../policies/targets/lm/index.ts');
-  const { locateModel } = await import('../../policies/targets/lm/vendor.ts');
-  const names = o.only ?? lm.knownZoo().filter((z) => z.envs.includes('dbbench') && locateModel(lm.resolveConfig(z.name), {})).map((z) => z.name);
+  const names = o.only ?? lm.knownZoo().filter((z) => z.envs.includes('dbbench') && lm.locateModel(lm.resolveConfig(z.name), {})).map((z) => z.name);
   if (names.length === 0) {
     log('zoo probe: no DBBench target is built or vendored; build one with `hr1 zoo build --only db-s-384-vrt`');
     return;
