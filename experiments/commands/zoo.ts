@@ -123,7 +123,7 @@ export async function zooProbe(o: ZooProbeOptions): Promise<void> {
     log('zoo probe: no DBBench target is built or vendored; build one with `hr1 zoo build --only db-s-384-vrt`');
     return;
   }
-  const out: Record<string, unknown>[] = [];
+  const out: ({ name: string; target: string; phrasing: string; rename: number } & import('../../policies/targets/lm/index.ts').ProbeResult)[] = [];
   for (const name of names) {
     const c = lm.resolveConfig(name);
     if (!c.envs.includes('dbbench')) throw new lm.LmTargetError('LM_BAD_OPTION', `zoo probe: lm/${name} is not a DBBench target (envs: ${c.envs.join(', ')}); the probe plays synthetic DBBench tasks`, { data: { name } });
@@ -144,9 +144,6 @@ export async function zooProbe(o: ZooProbeOptions): Promise<void> {
   }
   const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
   const frac = (x: { tasks: number; won: number }): string => `${x.won}/${x.tasks}`;
-  console.log(table(['target', 'phrasing', 'tasks', 'success [95 % CI]', 'reads', 'writes', 'invalid'], out.map((r) => {
-    const p = r as unknown as { target: string; phrasing: string; tasks: number; success: number; successCi: [number, number]; reads: { tasks: number; won: number }; writes: { tasks: number; won: number }; invalid: number };
-    return [p.target, p.phrasing, p.tasks, `${pct(p.success)} [${pct(p.successCi[0])}, ${pct(p.successCi[1])}]`, frac(p.reads), frac(p.writes), pct(p.invalid)];
-  })));
+  console.log(table(['target', 'phrasing', 'tasks', 'success [95 % CI]', 'reads', 'writes', 'invalid'], out.map((p) => [p.target, p.phrasing, p.tasks, `${pct(p.success)} [${pct(p.successCi[0])}, ${pct(p.successCi[1])}]`, frac(p.reads), frac(p.writes), pct(p.invalid)])));
   console.log('\nfresh synthetic tasks (every table renamed: new name, headers and values), drawn with a seed no build uses; compare with the dev split in `hr1 zoo table`');
 }
