@@ -117,6 +117,8 @@ export interface LearnerInfo {
   hasReference: boolean;
   /** OpenBLAS's kernel family in the child (`Haswell` where {@link reproducibleBlasEnv} pinned it), null when torch's BLAS is another */
   blas: string | null;
+  /** OpenBLAS's own thread count in the child (`HR1_TORCH_THREADS`, default 1, unless `OPENBLAS_NUM_THREADS` was set), null when torch's BLAS is another */
+  blasThreads: number | null;
   /** present while a Hugging Face model is loaded (hfLoad); `config` is then an {@link HfLearnerConfig} */
   hf?: HfState;
 }
@@ -397,24 +399,37 @@ interface Pending {
 }
 
 /**
- * The environment that makes a torch child's float results the same on every x86-64 machine.
- * OpenBLAS (Debian's torch does its matrix products through it) picks its kernels by CPU, an
- * AVX-512 machine others than an AVX2 one, and the kernels sum in other orders: the same training
- * then gives other bits on another machine, and GRPO, sampling from those weights, follows another
- * path (measured: a product of two random matrices differs in its bytes between the SkylakeX and
- * the Haswell kernels on one AVX-512 machine). On an x86-64 CPU with AVX2 this pins the Haswell
- * kernels, which every such CPU runs; nothing where the user set `OPENBLAS_CORETYPE`, on other
- * CPUs, or where /proc/cpuinfo cannot be read.
+ * The environment that makes a torch child's float results the same on every x86-64 machine, and
+ * its BLAS as single-threaded as its torch.
+ *
+ * Kernels: OpenBLAS (Debian's torch does its matrix products through it) picks its kernels by CPU,
+ * an AVX-512 machine others than an AVX2 one, and the kernels sum in other orders: the same
+ * training then gives other bits on another machine, and GRPO, sampling from those weights,
+ * follows another path (measured: a product of two random matrices differs in its bytes between
+ * the SkylakeX and the Haswell kernels on one AVX-512 machine). On an x86-64 CPU with AVX2 this
+ * pins the Haswell kernels, which every such CPU runs; nothing where the user set
+ * `OPENBLAS_CORETYPE`, on other CPUs, or where /proc/cpuinfo cannot be read.
+ *
+ * Threads: OpenBLAS keeps its own thread pool, one thread per core, whatever
+ * `torch.set_num_threads` says; its threads wait for each other by spinning on sched_yield, and
+ * how it splits a product depends on the count, so the bits depended on the machine's core count
+ * and a learner took every core (measured on a 2-core machine: a tiny zoo build made 700,000
+ * sched_yield calls; an xs training step took 102 ms on one thread against 739 ms on two beside a
+ * loaded machine, and gave other weights). `OPENBLAS_NUM_THREADS` is set to `HR1_TORCH_THREADS`
+ * (default 1) on every platform, unless the user set `OPENBLAS_NUM_THREADS`.
  */
 export function reproducibleBlasEnv(env: NodeJS.ProcessEnv = process.env, arch: string = process.arch, cpuinfo: () => string = procCpuinfo): Record<string, string> {
-  if (env.OPENBLAS_CORETYPE !== undefined || arch !== 'x64') return {};
+  const out: Record<string, string> = {};
+  if (env.OPENBLAS_NUM_THREADS === undefined) out.OPENBLAS_NUM_THREADS = env.HR1_TORCH_THREADS ?? '1';
+  if (env.OPENBLAS_CORETYPE !== undefined || arch !== 'x64') return out;
   let info = '';
   try {
     info = cpuinfo();
   } catch {
-    return {};
+    return out;
   }
-  return /^flags\s*:.*\bavx2\b/m.test(info) ? { OPENBLAS_CORETYPE: 'Haswell' } : {};
+  if (/^flags\s*:.*\bavx2\b/m.test(info)) out.OPENBLAS_CORETYPE = 'Haswell';
+  return out;
 }
 
 // the CPU does not change while the process runs: read once (zoo builds start many learners)
@@ -454,7 +469,7 @@ export class LearnerProcess {
   /** Spawn the server and wait for its hello. Rejects with {@link LearnerDependencyError} when python, torch, numpy, msgpack or onnx is missing. */
   static async start(opts: LearnerProcessOptions = {}): Promise<LearnerProcess> {
     const python = opts.python ?? DEFAULT_PYTHON;
-    const child = spawn(python, [...(opts.pythonArgs ?? []), opts.script ?? SERVER_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...reproducibleBlasEnv(), PYTHONUNBUFFERED: '1', ...opts.env } });
+    const child = spawn(python, [...(opts.pythonArgs ?? []), opts.script ?? SERVER_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...reproducibleBlasEnv({ ...process.env, ...opts.env }), PYTHONUNBUFFERED: '1', ...opts.env } });
     const lp = new LearnerProcess(child, python, opts);
     return lp.handshake(opts.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS);
   }

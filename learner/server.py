@@ -54,20 +54,36 @@ _IN = sys.stdin.buffer
 sys.stdout = sys.stderr
 
 
-def blas_core():
-    """OpenBLAS's kernel family in this process (e.g. "Haswell"), or None when torch's BLAS is not OpenBLAS."""
+def _openblas():
+    """torch's OpenBLAS library, or None when its BLAS is another"""
     import ctypes
     # a wheel with MKL (BLAS_INFO=mkl) does not use the system's libblas even where one is installed
     if "BLAS_INFO=mkl" in torch.__config__.show():
         return None
     for name in ("libblas.so.3", "libopenblas.so.0"):
         try:
-            f = ctypes.CDLL(name).openblas_get_corename
+            lib = ctypes.CDLL(name)
+            lib.openblas_get_corename
         except (OSError, AttributeError):
             continue
-        f.restype = ctypes.c_char_p
-        return f().decode()
+        return lib
     return None
+
+
+def blas_core():
+    """OpenBLAS's kernel family in this process (e.g. "Haswell"), or None when torch's BLAS is not OpenBLAS."""
+    import ctypes
+    lib = _openblas()
+    if lib is None:
+        return None
+    lib.openblas_get_corename.restype = ctypes.c_char_p
+    return lib.openblas_get_corename().decode()
+
+
+def blas_threads():
+    """OpenBLAS's thread count in this process (its own pool, apart from torch.set_num_threads), or None."""
+    lib = _openblas()
+    return None if lib is None else int(lib.openblas_get_num_threads())
 
 
 class RequestError(Exception):
@@ -253,6 +269,7 @@ class Learner:
             "optim": self.optim,
             "has_reference": self.ref is not None,
             "blas": blas_core(),
+            "blas_threads": blas_threads(),
         }
         if self.hf is not None:
             info["hf"] = {**self.hf, "arch": self.config.model_type, "trainable_params": self.model.trainable_params()}

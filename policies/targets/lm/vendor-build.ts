@@ -18,6 +18,7 @@ import {
   checkVendoredFiles,
   DEFAULT_VENDORED_DIR,
   fileDigest,
+  LEGACY_BLAS_THREADS,
   MANIFEST_FILE,
   MANIFEST_NOTE,
   MAX_SUCCESS_DRIFT,
@@ -31,6 +32,12 @@ import {
   type VendoredSuccess,
 } from './vendor.ts';
 import { buildZoo, knownZoo, LM_TRAIN_VERSION, modelDir, readMeta, resolveConfig, zooDir, type LmMeta, type ResolvedConfig, type ZooConfig } from './zoo.ts';
+
+/** The build's OpenBLAS threads for its manifest entry: meta.json's, or nothing for a build from before the pin (verify then assumes {@link LEGACY_BLAS_THREADS}). */
+function blasOf(built: string): { blasThreads?: number } {
+  const meta = JSON.parse(readFileSync(join(built, 'meta.json'), 'utf8')) as LmMeta;
+  return typeof meta.blasThreads === 'number' ? { blasThreads: meta.blasThreads } : {};
+}
 
 export const VENDORED_README = `# Vendored zoo models
 
@@ -129,6 +136,7 @@ export async function vendorModels(o: VendorOptions = {}): Promise<VendoredEntry
         files: { 'model.onnx': fileDigest(join(folder, 'model.onnx')), 'meta.json': fileDigest(join(folder, 'meta.json')) },
         fp32Bytes: fileDigest(join(built, 'model.onnx')).bytes,
         success: [],
+        ...blasOf(built),
       };
       // the staged copy plays through the vendored lookup itself (a folder with no build)
       writeManifest(stage, { format: VENDORED_FORMAT, note: MANIFEST_NOTE, models: { [c.id]: entry } });
@@ -220,7 +228,8 @@ export const FLOAT_CLOSE = 2 ** -9;
 const stableMeta = (m: LmMeta): Omit<LmMeta, 'ms' | 'id' | 'config'> & { config: Omit<LmMeta['config'], 'name' | 'id' | 'note'> } => {
   const { ms: _ms, id: _id, config, ...rest } = m;
   const { name: _n, id: _i, note: _note, ...c } = config;
-  return { ...rest, config: c };
+  // a build from before the pin has no blasThreads: it ran LEGACY_BLAS_THREADS
+  return { ...rest, blasThreads: m.blasThreads ?? LEGACY_BLAS_THREADS, config: c };
 };
 
 /**
@@ -266,11 +275,19 @@ export async function verifyVendored(o: VerifyOptions = {}): Promise<VerifyLine[
   if (o.rebuild !== false && configs.size) {
     const tmp = o.dir ?? mkdtempSync(join(tmpdir(), 'hr1-verify-'));
     try {
-      try {
-        await buildZoo({ only: [...configs.keys()], dir: tmp, zoo, jobs: o.jobs ?? 1, ...(o.log ? { log: o.log } : {}), ...(o.python ? { python: o.python } : {}) });
-      } catch (e) {
-        // the builds that failed are named below; the others are compared
-        o.log?.(`verify: ${(e as Error).message}`);
+      // each model rebuilt with the OpenBLAS thread count that built it (it splits the products, so it decides the bits)
+      const byThreads = new Map<number, string[]>();
+      for (const id of configs.keys()) {
+        const n = manifest.models[id]!.blasThreads ?? LEGACY_BLAS_THREADS;
+        byThreads.set(n, [...(byThreads.get(n) ?? []), id]);
+      }
+      for (const [blasThreads, only] of byThreads) {
+        try {
+          await buildZoo({ only, dir: tmp, zoo, jobs: o.jobs ?? 1, blasThreads, ...(o.log ? { log: o.log } : {}), ...(o.python ? { python: o.python } : {}) });
+        } catch (e) {
+          // the builds that failed are named below; the others are compared
+          o.log?.(`verify: ${(e as Error).message}`);
+        }
       }
       const lp = await LearnerProcess.start(o.python ? { python: o.python } : {});
       try {

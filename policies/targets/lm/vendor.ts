@@ -72,7 +72,15 @@ export interface VendoredEntry {
   success: VendoredSuccess[];
   /** vendored with --allow-drift although success moved by more than a point */
   driftAllowed?: true;
+  /** OpenBLAS threads of the build (meta.json's `blasThreads`); absent: built before the pin, on 2 ({@link LEGACY_BLAS_THREADS}) */
+  blasThreads?: number;
 }
+
+/**
+ * OpenBLAS threads of the builds vendored before `OPENBLAS_NUM_THREADS` was pinned: one per core,
+ * and every machine that built them had 2 cores. `hr1 zoo verify` rebuilds them with this count.
+ */
+export const LEGACY_BLAS_THREADS = 2;
 
 export interface VendoredManifest {
   format: typeof VENDORED_FORMAT;

@@ -316,6 +316,8 @@ export interface LmMeta {
   lossLast: number;
   ms: { data: number; train: number; export: number; total: number };
   torch: string;
+  /** OpenBLAS's thread count in the build's learner (it decides how products are split, so the bits); absent in builds before it was pinned, which ran one per core (2 on the machines that built the zoo) */
+  blasThreads?: number;
 }
 
 /** The zoo folder: `dir`, else HR1_ZOO_DIR, else `.hr1/zoo` under the working directory. */
@@ -352,6 +354,12 @@ export interface BuildOptions {
   jobs?: number;
   /** the learner's python (tests) */
   python?: string;
+  /**
+   * OpenBLAS threads in each build's learner (`OPENBLAS_NUM_THREADS`); they split the matrix
+   * products, so they decide the weights' bits. @default the learner's: `HR1_TORCH_THREADS` or 1
+   * (`hr1 zoo verify` rebuilds a model vendored before the pin with 2, what built it)
+   */
+  blasThreads?: number;
   /** the config table. @default knownZoo(): ZOO and the entries of HR1_ZOO_CONFIG */
   zoo?: readonly ZooConfig[];
 }
@@ -374,9 +382,14 @@ function lrAt(c: ResolvedConfig, step: number): number {
   return c.lr * (0.1 + 0.45 * (1 + Math.cos(Math.PI * t)));
 }
 
+/** A build's learner: its python, and OpenBLAS's thread count when the build names one. */
+function learnerOptions(o: BuildOptions): { python?: string; env?: Record<string, string> } {
+  return { ...(o.python ? { python: o.python } : {}), ...(o.blasThreads !== undefined ? { env: { OPENBLAS_NUM_THREADS: String(o.blasThreads) } } : {}) };
+}
+
 /** Export a built model's decode graph again from its checkpoint (a build from before the cache). */
 async function reexport(dir: string, o: BuildOptions): Promise<void> {
-  const lp = await LearnerProcess.start(o.python ? { python: o.python } : {});
+  const lp = await LearnerProcess.start(learnerOptions(o));
   try {
     await lp.load({ path: join(dir, 'model.pt'), device: 'cpu' });
     const tmp = join(dir, 'model.onnx.new');
@@ -427,7 +440,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   const tmp = join(root, `${c.hash}.tmp`);
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  const lp = await LearnerProcess.start(o.python ? { python: o.python } : {});
+  const lp = await LearnerProcess.start(learnerOptions(o));
   try {
     let info;
     if (c.base) info = await lp.load({ path: join(modelDir(c.base, o.dir), 'model.pt'), device: 'cpu' });
@@ -475,6 +488,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
       lossLast: mean(losses.slice(-tenth)),
       ms: { data: Math.round(t1 - t0), train: Math.round(t2 - t1), export: Math.round(t3 - t2), total: Math.round(t3 - t0) },
       torch: info.torch,
+      ...(info.blasThreads !== null ? { blasThreads: info.blasThreads } : {}),
     };
     writeFileSync(join(tmp, 'meta.json'), `${JSON.stringify(meta, null, 1)}\n`);
     rmSync(dir, { recursive: true, force: true });

@@ -27,6 +27,23 @@ test.serial('learner - init reports the model and runs on the CPU with one threa
   }
 });
 
+test.serial('learner - OpenBLAS runs as many threads as torch (one), whatever the core count; a user-set OPENBLAS_NUM_THREADS wins', async (t) => {
+  const info = await lp.info();
+  if (info.blas === null) {
+    t.log("torch's BLAS is not OpenBLAS");
+    t.pass();
+    return;
+  }
+  // no second thread spinning on sched_yield beside torch's one, and the same split of every product on any machine
+  t.is(info.blasThreads, process.env['OPENBLAS_NUM_THREADS'] === undefined ? Number(process.env['HR1_TORCH_THREADS'] ?? 1) : Number(process.env['OPENBLAS_NUM_THREADS']));
+  const other = await LearnerProcess.start({ env: { OPENBLAS_NUM_THREADS: '2' } });
+  try {
+    t.is((await other.info()).blasThreads, 2);
+  } finally {
+    await other.close();
+  }
+});
+
 test.serial('learner - OpenBLAS runs its Haswell kernels on an x86-64 CPU with AVX2 (the same bits on every such machine), unless the user chose', async (t) => {
   const info = await lp.info();
   const pinned = reproducibleBlasEnv().OPENBLAS_CORETYPE;
