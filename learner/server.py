@@ -4,6 +4,7 @@ Frames: 4-byte big-endian length + a msgpack map. Request {id, op, args}; reply
 {id, ok: true, result} or {id, ok: false, error: {type, message, traceback}}. On start the
 server sends an unsolicited hello (id 0). See docs/LEARNER.md.
 """
+import functools
 import contextlib
 import copy
 import json
@@ -54,8 +55,9 @@ _IN = sys.stdin.buffer
 sys.stdout = sys.stderr
 
 
+@functools.lru_cache(maxsize=1)
 def _openblas():
-    """torch's OpenBLAS library, or None when its BLAS is another"""
+    """torch's OpenBLAS library, or None when its BLAS is another (looked up once per process)"""
     import ctypes
     # a wheel with MKL (BLAS_INFO=mkl) does not use the system's libblas even where one is installed
     if "BLAS_INFO=mkl" in torch.__config__.show():

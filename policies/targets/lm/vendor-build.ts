@@ -33,11 +33,6 @@ import {
 } from './vendor.ts';
 import { buildZoo, knownZoo, LM_TRAIN_VERSION, modelDir, readMeta, resolveConfig, zooDir, type LmMeta, type ResolvedConfig, type ZooConfig } from './zoo.ts';
 
-/** The build's OpenBLAS threads for its manifest entry: meta.json's, or nothing for a build from before the pin (verify then assumes {@link LEGACY_BLAS_THREADS}). */
-function blasOf(built: string): { blasThreads?: number } {
-  const meta = JSON.parse(readFileSync(join(built, 'meta.json'), 'utf8')) as LmMeta;
-  return typeof meta.blasThreads === 'number' ? { blasThreads: meta.blasThreads } : {};
-}
 
 export const VENDORED_README = `# Vendored zoo models
 
@@ -128,6 +123,7 @@ export async function vendorModels(o: VendorOptions = {}): Promise<VendoredEntry
       mkdirSync(folder, { recursive: true });
       await exportCompact(join(built, 'model.pt'), join(folder, 'model.onnx'), { learner: lp });
       copyFileSync(join(built, 'meta.json'), join(folder, 'meta.json'));
+      const blasThreads = readMeta(c, o.dir)?.blasThreads;
       const entry: VendoredEntry = {
         id: c.id,
         hash: c.hash,
@@ -136,7 +132,8 @@ export async function vendorModels(o: VendorOptions = {}): Promise<VendoredEntry
         files: { 'model.onnx': fileDigest(join(folder, 'model.onnx')), 'meta.json': fileDigest(join(folder, 'meta.json')) },
         fp32Bytes: fileDigest(join(built, 'model.onnx')).bytes,
         success: [],
-        ...blasOf(built),
+        // a build from before the pin has none (verify then assumes LEGACY_BLAS_THREADS)
+        ...(blasThreads !== undefined ? { blasThreads } : {}),
       };
       // the staged copy plays through the vendored lookup itself (a folder with no build)
       writeManifest(stage, { format: VENDORED_FORMAT, note: MANIFEST_NOTE, models: { [c.id]: entry } });
