@@ -6,7 +6,9 @@
  * here Porter2 from wink-nlp-utils). Ties rank by catalog order, as Lucene ranks by doc id.
  */
 import bm25 from 'wink-bm25-text-search';
-import nlpUtils from 'wink-nlp-utils';
+// the stemmer alone: the package's index also loads wink-nlp and its English model (a quarter
+// second at every start of a process that imports the env), for a sentence splitter we never use
+import porter2Stem from 'wink-nlp-utils/src/string-stem.js';
 import type { Product } from './types.ts';
 import { WebshopBadDataError } from './errors.ts';
 
@@ -24,7 +26,7 @@ const stemCache = new Map<string, string>();
 function stem(t: string): string {
   let s = stemCache.get(t);
   if (s === undefined) {
-    s = /^[a-z]+$/.test(t) ? nlpUtils.string.stem(t) : t;
+    s = /^[a-z]+$/.test(t) ? porter2Stem(t) : t;
     stemCache.set(t, s);
   }
   return s;

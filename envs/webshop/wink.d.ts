@@ -11,9 +11,8 @@ declare module 'wink-bm25-text-search' {
   const bm25: () => BM25Engine;
   export default bm25;
 }
-declare module 'wink-nlp-utils' {
-  const nlp: {
-    string: { stem(word: string): string };
-  };
-  export default nlp;
+declare module 'wink-nlp-utils/src/string-stem.js' {
+  /** Porter2: the stem of one lowercase word */
+  const stem: (word: string) => string;
+  export default stem;
 }

@@ -6,8 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { envDescriptor } from '../../envs/registry.ts';
-import * as echarts from 'echarts';
-import { Resvg } from '@resvg/resvg-js';
+import { charting } from '../report/charting.ts';
 import type { Cluster } from '../../cluster/client.ts';
 import { resampledMeans } from '../../policies/scorer/metrics.ts';
 import { EpisodeCache, rollout } from '../../drivers/index.ts';
@@ -27,7 +26,7 @@ export function bootstrapMean(xs: readonly number[], seed = 0, n = 1000): { mean
 function curvePlot(iters: IterationLog[], out: string): void {
   const g = iters.filter((x) => x.phase === 'grpo');
   const sft = iters.filter((x) => x.phase === 'sft');
-  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: 720, height: 360 });
+  const chart = charting().echarts.init(null, null, { renderer: 'svg', ssr: true, width: 720, height: 360 });
   chart.setOption({
     animation: false,
     title: { text: 'hr1 train: SFT loss and GRPO mean delta of success (SIMULATED target)', left: 'center', textStyle: { fontSize: 13 } },
@@ -43,7 +42,7 @@ function curvePlot(iters: IterationLog[], out: string): void {
   const svg = chart.renderToSVGString();
   chart.dispose();
   writeFileSync(`${out}.svg`, svg);
-  writeFileSync(`${out}.png`, new Resvg(svg, { background: 'white' }).render().asPng());
+  writeFileSync(`${out}.png`, new (charting().Resvg)(svg, { background: 'white' }).render().asPng());
 }
 
 export interface LearningOptions {

@@ -2,8 +2,7 @@
  * Charts rendered on the server by ECharts (SVG, no DOM) and rasterised by resvg (PNG). Same
  * input → the same SVG text.
  */
-import * as echarts from 'echarts';
-import { Resvg } from '@resvg/resvg-js';
+import { charting } from './charting.ts';
 import type { Interval } from './bootstrap.ts';
 import { methodColour } from './colours.ts';
 
@@ -101,7 +100,7 @@ function legends(names: readonly string[], width: number, top: number): Record<s
 }
 
 function render(option: Record<string, unknown>, width: number, height: number): string {
-  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width, height });
+  const chart = charting().echarts.init(null, null, { renderer: 'svg', ssr: true, width, height });
   chart.setOption({ animation: false, color: PALETTE, textStyle: { fontFamily: FONT }, backgroundColor: '#ffffff', ...option });
   const svg = chart.renderToSVGString();
   chart.dispose();
@@ -109,7 +108,7 @@ function render(option: Record<string, unknown>, width: number, height: number):
 }
 
 /** ECharts numbers its class and id names per process (zr3-cls-17): renumber per document. */
-function stableIds(svg: string): string {
+export function stableIds(svg: string): string {
   const seen = new Map<string, string>();
   return svg.replace(/\bzr\d+-[A-Za-z-]*\d+\b/g, (tok) => {
     let id = seen.get(tok);
@@ -362,6 +361,6 @@ export function panelChart(o: { title: string; subtitle?: string; panels: Panel[
 
 /** Rasterise an SVG to PNG (white background). */
 export function svgToPng(svg: string): Buffer {
-  const r = new Resvg(svg, { background: '#ffffff', font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' } });
+  const r = new (charting().Resvg)(svg, { background: '#ffffff', font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' } });
   return Buffer.from(r.render().asPng());
 }

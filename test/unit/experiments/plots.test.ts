@@ -87,3 +87,23 @@ test('plots - category labels wrap to fit their band instead of being dropped', 
   t.is(wrapLabel('pick clean then place in recep', 120), 'pick clean then\nplace in recep');
   t.is(wrapLabel('short', 120), 'short');
 });
+
+test('plots - drawn by ECharts\' one-file CommonJS build, loaded on the first chart: the same SVG as its ES build draws', async (t) => {
+  const { charting } = await import('../../../experiments/report/charting.ts');
+  const { stableIds } = await import('../../../experiments/report/plots.ts');
+  const es = await import('echarts');
+  const cjs = charting().echarts;
+  t.not(cjs as unknown, es as unknown, 'two builds, not one module twice');
+  t.is(cjs.version, es.version);
+  const option = { animation: false, title: { text: 'both builds' }, xAxis: { type: 'category', data: ['a', 'b'] }, yAxis: { type: 'value' }, series: [{ type: 'bar', data: [0.4, 0.7] }] };
+  const draw = (e: typeof es) => {
+    const chart = e.init(null, null, { renderer: 'svg', ssr: true, width: 400, height: 300 });
+    chart.setOption(option);
+    const svg = chart.renderToSVGString();
+    chart.dispose();
+    // each build counts its own element ids: the charts' stable ids (as every chart gets)
+    return stableIds(svg);
+  };
+  t.is(draw(cjs), draw(es));
+  t.regex(draw(cjs), /both builds/);
+});
