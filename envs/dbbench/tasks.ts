@@ -171,8 +171,15 @@ export function loadTasks(opts: LoadTasksOptions = {}): DbbenchTask[] {
     setName = `${basename(file).replace(/\.jsonl?$/, '')}-${digest}@${variant}`;
     return register(parseTasks(text, setName, variant));
   }
-  return register(parseTasks(readFileSync(file, 'utf8'), setName, variant));
+  // a shipped set is a file of this checkout: parsed once per process (a rollout's every episode
+  // asks for its set, and parsing v0.2/standard costs tens of milliseconds)
+  const key = `${file}\0${setName}\0${variant}`;
+  let tasks = shippedParsed.get(key);
+  if (!tasks) shippedParsed.set(key, (tasks = parseTasks(readFileSync(file, 'utf8'), setName, variant)));
+  return register([...tasks]);
 }
+
+const shippedParsed = new Map<string, DbbenchTask[]>();
 
 function register(tasks: DbbenchTask[]): DbbenchTask[] {
   for (const t of tasks) registerTask(t);

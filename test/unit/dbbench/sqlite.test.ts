@@ -37,6 +37,18 @@ test('loadTasks - shipped sets and their counts', (t) => {
   t.is(loadTasks().length, 198);
 });
 
+test('loadTasks - a shipped set is parsed once per process: the same tasks again, in an array of the caller\'s own', (t) => {
+  const a = loadTasks({ file: 'v0.2/dev' });
+  a.length = 3;
+  const b = loadTasks({ file: 'v0.2/dev' });
+  t.is(b.length, 60, 'shortening one answer does not shorten the next');
+  t.is(b[0], a[0], 'the same parsed task');
+  // another variant of the same file is parsed apart
+  const fc = loadTasks({ file: 'v0.2/standard', variant: 'main-fc' });
+  t.not(fc[0], loadTasks({ file: 'v0.2/standard' })[0]);
+  t.is(fc[0]?.variant, 'main-fc');
+});
+
 test('loadTasks - numbers keep their Python text, bad input says what to pass', (t) => {
   const std = loadTasks({ file: 'v0.2/standard' });
   t.true(std.some((x) => x.rows.some((r) => r.includes('82562.0'))));
