@@ -16,17 +16,27 @@ import { dbbenchHarvest } from './dbbench/words.ts';
 /** @default 4000 */
 export const DEFAULT_MAX_WORDS = 4000;
 
-const memo = new Map<string, string[]>();
+// the promise, so builds started together (hr1 zoo build --jobs 2) share one harvest: ALFWorld's
+// plays all 340 games twice (~11 s)
+const memo = new Map<string, Promise<string[]>>();
 
 function count(counts: Map<string, number>, text: string, w = 1): void {
   for (const m of text.toLowerCase().matchAll(/[a-z]+/g)) counts.set(m[0], (counts.get(m[0]) ?? 0) + w);
 }
 
 /** The word list for a set of envs (memoised per process). */
-export async function harvestWords(envs: readonly LmEnv[], maxWords = DEFAULT_MAX_WORDS): Promise<string[]> {
+export function harvestWords(envs: readonly LmEnv[], maxWords = DEFAULT_MAX_WORDS): Promise<string[]> {
   const key = `${[...envs].sort().join(',')}|${maxWords}`;
-  const hit = memo.get(key);
-  if (hit) return hit;
+  let words = memo.get(key);
+  if (!words) {
+    memo.set(key, (words = harvest(envs, maxWords)));
+    // a failed harvest is not kept: the next call tries again
+    words.catch(() => memo.delete(key));
+  }
+  return words;
+}
+
+async function harvest(envs: readonly LmEnv[], maxWords: number): Promise<string[]> {
   const counts = new Map<string, number>();
   // hint phrasings always count, so every harness text is in words
   for (const t of [...SKILL_BANK, ...WARNING_BANK, ...TEMPLATE_BANK, ALFWORLD_INSTRUCTIONS, WEBSHOP_INSTRUCTIONS, 'Hint: Skills: Tool hint:']) count(counts, t, 1000);
@@ -48,7 +58,5 @@ export async function harvestWords(envs: readonly LmEnv[], maxWords = DEFAULT_MA
       for (const p of ws.products) count(counts, `${p.title} ${Object.values(p.options).flat().join(' ')}`);
     }
   }
-  const words = [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([w]) => w).slice(0, maxWords);
-  memo.set(key, words);
-  return words;
+  return [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([w]) => w).slice(0, maxWords);
 }
