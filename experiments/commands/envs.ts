@@ -59,6 +59,32 @@ export async function replayEnv(env: string, o: { data?: string; game: string; g
 
 /** `hr1 bench envs <env>`: rates direct and through the worker pool. */
 export async function benchEnv(env: string, o: { seconds: number; threads: number; db?: string }): Promise<void> {
+  await benchEnvDirect(env, o);
+  const r = await benchRegistryOpens(env, o.seconds);
+  console.log(`\n${env} episodes opened through the registry (envFactory(env, task).open(seed) and close, as a rollout opens each episode; no reset): ${r.toFixed(0)}/s`);
+}
+
+/**
+ * What a rollout pays per episode before the env's own reset: the registry's session for a task id,
+ * over the env's held-out split. A set-up cost here is paid by every episode of every rollout (until
+ * 2026-12-07 a DBBench session parsed its whole task set: 275 opens/s over v0.2/dev, ~60 over
+ * v0.2/standard; after, ~400,000).
+ */
+export async function benchRegistryOpens(env: string, seconds: number): Promise<number> {
+  const { envFactory, listTasks } = await import('../../envs/registry.ts');
+  const ids = listTasks(env);
+  let n = 0;
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  while (n < 2 || performance.now() < end) {
+    const session = envFactory(env, ids[n % ids.length]!).open(n);
+    await session.close();
+    n++;
+  }
+  return (n / (performance.now() - t0)) * 1000;
+}
+
+async function benchEnvDirect(env: string, o: { seconds: number; threads: number; db?: string }): Promise<void> {
   if (env === 'alfworld') {
     const { benchAlfworld, loadGames, reset } = await import('../../envs/alfworld/index.ts');
     const d = benchAlfworld({ seconds: o.seconds });

@@ -68,3 +68,12 @@ test('registry - a fake fourth env from the test tree runs through rollout, pack
   const out = JSON.parse(p.out().slice(p.out().indexOf('{'))) as { success: number; n?: number; episodes?: number };
   t.is(out.success, vanillaTest);
 });
+
+test('registry - hr1 bench envs\' registry row opens and closes episodes of every env, the fake one too', async (t) => {
+  const { benchRegistryOpens } = await import('../../experiments/commands/envs.ts');
+  for (const env of [...ENV_NAMES, 'lock']) {
+    const rate = await benchRegistryOpens(env, 0.05);
+    t.true(Number.isFinite(rate) && rate > 0, `${env}: ${rate} opens/s`);
+  }
+  await t.throwsAsync(benchRegistryOpens('nope', 0.05), { code: 'UNKNOWN_ENV' } as never);
+});

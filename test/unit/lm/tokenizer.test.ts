@@ -5,12 +5,14 @@ import { BOS_ID, LmTokenizer } from '../../../policies/targets/lm/tokenizer.ts';
 import { harvestWords } from '../../../policies/targets/lm/vocab.ts';
 import type { ChatMessage } from '../../../harness/index.ts';
 
-const words = await harvestWords(['alfworld']);
+// asked twice at once, as two builds started together ask: one harvest answers both
+const [words, askedAtOnce] = await Promise.all([harvestWords(['alfworld']), harvestWords(['alfworld'])]);
 const tok = new LmTokenizer(words);
 const decisions = await collectDecisions({ env: 'alfworld', episodes: 12, seed: 5 });
 
 test('vocab - harvested deterministically, covers ALFWorld words and hint phrasings', async (t) => {
   t.deepEqual(await harvestWords(['alfworld']), words);
+  t.is(askedAtOnce, words, 'two callers at once share one harvest (the same list, not two equal ones)');
   t.true(words.length > 200 && words.length < 1000, `${words.length} words`);
   for (const w of ['go', 'cabinet', 'desklamp', 'admissible', 'notes', 'loop', 'skills', 'hint']) t.true(words.includes(w), w);
 });
