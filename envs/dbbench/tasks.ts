@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DbbenchError } from './errors.ts';
@@ -152,34 +152,38 @@ export function loadTasks(opts: LoadTasksOptions = {}): DbbenchTask[] {
   if (opts.variant !== undefined && opts.variant !== 'v0.2' && opts.variant !== 'main-fc') {
     throw new DbbenchError('DBBENCH_BAD_OPTION', `options.variant must be 'v0.2' or 'main-fc', got ${JSON.stringify(opts.variant)}`, { variant: opts.variant });
   }
+  // parsed once per file and variant while the file is unchanged: a rollout opens every episode's
+  // session by loading its set (envs/dbbench/descriptor.ts), shipped or a user's --data file, and
+  // parsing v0.2/standard costs ~16 ms
   let file: string;
-  let setName: string;
   let variant: DbbenchVariant;
+  let setNameOf: (text: string) => string;
   if (name in SHIPPED_SETS) {
     const s = SHIPPED_SETS[name as ShippedSet];
     file = s.file;
     variant = opts.variant ?? s.variant;
-    setName = opts.variant && opts.variant !== s.variant ? `${name}@${opts.variant}` : name;
+    const setName = opts.variant && opts.variant !== s.variant ? `${name}@${opts.variant}` : name;
+    setNameOf = () => setName;
   } else {
     file = name;
     if (!existsSync(file)) {
       throw new DbbenchError('DBBENCH_DATA_NOT_FOUND', `no DBBench data at '${file}': pass a path to an AgentBench dbbench .jsonl or one of ${Object.keys(SHIPPED_SETS).join(', ')}`, { file });
     }
     variant = opts.variant ?? 'v0.2';
-    const text = readFileSync(file, 'utf8');
-    const digest = createHash('sha256').update(text).digest('hex').slice(0, 8);
-    setName = `${basename(file).replace(/\.jsonl?$/, '')}-${digest}@${variant}`;
-    return register(parseTasks(text, setName, variant));
+    const v = variant;
+    setNameOf = (text) => `${basename(file).replace(/\.jsonl?$/, '')}-${createHash('sha256').update(text).digest('hex').slice(0, 8)}@${v}`;
   }
-  // a shipped set is a file of this checkout: parsed once per process (a rollout's every episode
-  // asks for its set, and parsing v0.2/standard costs tens of milliseconds)
-  const key = `${file}\0${setName}\0${variant}`;
-  let tasks = shippedParsed.get(key);
-  if (!tasks) shippedParsed.set(key, (tasks = parseTasks(readFileSync(file, 'utf8'), setName, variant)));
-  return register([...tasks]);
+  const key = `${name}\0${variant}`;
+  const { mtimeMs, size } = statSync(file);
+  let hit = parsed.get(key);
+  if (!hit || hit.mtimeMs !== mtimeMs || hit.size !== size) {
+    const text = readFileSync(file, 'utf8');
+    parsed.set(key, (hit = { mtimeMs, size, tasks: parseTasks(text, setNameOf(text), variant) }));
+  }
+  return register([...hit.tasks]);
 }
 
-const shippedParsed = new Map<string, DbbenchTask[]>();
+const parsed = new Map<string, { mtimeMs: number; size: number; tasks: DbbenchTask[] }>();
 
 function register(tasks: DbbenchTask[]): DbbenchTask[] {
   for (const t of tasks) registerTask(t);

@@ -68,7 +68,7 @@ export async function benchEnv(env: string, o: { seconds: number; threads: numbe
  * What a rollout pays per episode before the env's own reset: the registry's session for a task id,
  * over the env's held-out split. A set-up cost here is paid by every episode of every rollout (until
  * 2026-12-07 a DBBench session parsed its whole task set: 275 opens/s over v0.2/dev, ~60 over
- * v0.2/standard; after, ~400,000).
+ * v0.2/standard; after, ~170,000, a stat of the file each).
  */
 export async function benchRegistryOpens(env: string, seconds: number): Promise<number> {
   const { envFactory, listTasks } = await import('../../envs/registry.ts');

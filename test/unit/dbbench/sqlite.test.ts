@@ -49,6 +49,29 @@ test('loadTasks - a shipped set is parsed once per process: the same tasks again
   t.is(fc[0]?.variant, 'main-fc');
 });
 
+test('loadTasks - a user\'s file is parsed once while it is unchanged, and again once it changes', async (t) => {
+  const { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { tmpdir } = await import('node:os');
+  const { SHIPPED_SETS } = await import('../../../envs/dbbench/tasks.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'hr1-dbtasks-'));
+  try {
+    const lines = readFileSync(SHIPPED_SETS['v0.2/dev'].file, 'utf8').trim().split('\n');
+    const file = join(dir, 'mine.jsonl');
+    writeFileSync(file, `${lines[0]}\n${lines[1]}\n`);
+    const a = loadTasks({ file });
+    t.is(loadTasks({ file })[0], a[0], 'unchanged: the same parsed task');
+    writeFileSync(file, `${lines[0]}\n${lines[1]}\n${lines[2]}\n`);
+    // a second apart, as a later edit is, whatever the file system's time resolution
+    utimesSync(file, new Date(), new Date(Date.now() + 1000));
+    const b = loadTasks({ file });
+    t.is(b.length, 3);
+    t.not(b[0]!.id, a[0]!.id, 'another file content: another set name (its digest), so other ids');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('loadTasks - numbers keep their Python text, bad input says what to pass', (t) => {
   const std = loadTasks({ file: 'v0.2/standard' });
   t.true(std.some((x) => x.rows.some((r) => r.includes('82562.0'))));
