@@ -12,7 +12,7 @@ import { Rng } from '../../../cluster/rng.ts';
 import { admissible as alfAdmissible, expert as alfExpert, loadGames, reset as alfReset, step as alfStep, type AlfState, type Game } from '../../../envs/alfworld/index.ts';
 import { expert as wsExpert, loadWebshop, reset as wsReset, step as wsStep, webshopEnv, type WebshopEnv, type WebshopState } from '../../../envs/webshop/index.ts';
 import { synthGoals, withGoals } from './ws-goals.ts';
-import type { SynthPhrasing } from './dbbench/synth.ts';
+import type { SynthInsertColumns, SynthPhrasing } from './dbbench/synth.ts';
 import { renumbering } from './renumber.ts';
 import { envDescriptor, envFactory as registryFactory, listTasks } from '../../../envs/registry.ts';
 import { runEpisode, type ChatMessage, type EnvFactory, type Model } from '../../../harness/index.ts';
@@ -80,6 +80,8 @@ export interface CollectOptions {
   rename?: number;
   /** DBBench: the synthetic tasks' question templates (dbbench/synth.ts SynthOptions.phrasing). @default 'base' */
   phrasing?: SynthPhrasing;
+  /** DBBench: how the synthetic INSERTs name their columns (dbbench/synth.ts SynthOptions.insertColumns). @default none */
+  insertColumns?: SynthInsertColumns;
   /**
    * ALFWorld: the share of episodes recorded with renumbered instances (renumber.ts: each kind's
    * numbers redrawn, increasing), so numbers are copied from the observations. @default 0
@@ -150,7 +152,7 @@ export function envFactory(env: LmEnv, taskId: string): EnvFactory {
  */
 export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]> {
   // DBBench: synthetic tasks over the training split's tables, taught by the SQL-knowing teacher (dbbench/teacher.ts)
-  if (o.env === 'dbbench') return collectDbbench({ episodes: o.episodes, seed: o.seed, noise: o.noise ?? 0.15, rename: o.rename ?? 0, ...(o.phrasing ? { phrasing: o.phrasing } : {}), ...(o.student ? { student: o.student, studentEpisodes: o.studentEpisodes ?? 0 } : {}) });
+  if (o.env === 'dbbench') return collectDbbench({ episodes: o.episodes, seed: o.seed, noise: o.noise ?? 0.15, rename: o.rename ?? 0, ...(o.phrasing ? { phrasing: o.phrasing } : {}), ...(o.insertColumns ? { insertColumns: o.insertColumns } : {}), ...(o.student ? { student: o.student, studentEpisodes: o.studentEpisodes ?? 0 } : {}) });
   const rng = new Rng(`lm-bc:${o.env}:${o.seed}`);
   // WebShop with synthetic goals plays a copy of the vendored env that knows them
   const synth = o.env === 'webshop' && o.synthGoals ? synthGoals(loadWebshop(), new Rng(`lm-bc:webshop-goals:${o.seed}`), o.synthGoals) : [];

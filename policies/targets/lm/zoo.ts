@@ -77,6 +77,8 @@ export interface ZooConfig {
   rename?: number;
   /** DBBench: the synthetic tasks' question templates, 'wide' adding the training split's request styles (dbbench/synth.ts). @default 'base' */
   phrasing?: 'base' | 'wide';
+  /** DBBench: 'mention', the synthetic INSERTs name their columns, in the order the request mentions the values (dbbench/synth.ts SynthOptions.insertColumns). @default none (`INSERT INTO t VALUES (…)`) */
+  insertColumns?: 'mention';
   /** ALFWorld: the share of teacher episodes recorded with renumbered instances (renumber.ts). @default 0 */
   renumber?: number;
   /**
@@ -192,6 +194,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'db-m-384-vwrt', envs: db, ...size.m, maxLen: 384, episodes: 6000, steps: 2000, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt at m size with 2,000 steps' },
   { name: 'db-s-384-vwrt-x', envs: db, ...size.s, maxLen: 384, episodes: 24000, steps: 2400, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt with 4× the episodes (each decision seen about once: held-out synthetic success 5.8 → 22.5 %, `hr1 zoo probe`) and 1.5× the steps' },
   { name: 'db-s-384-vwrt-x-b', envs: db, ...size.s, maxLen: 384, episodes: 24000, steps: 2400, seed: 2, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt-x with seed 2' },
+  { name: 'db-s-384-vwrtm-x', envs: db, ...size.s, maxLen: 384, episodes: 24000, steps: 2400, seed: 1, maxNewTokens: 112, rename: 0.7, phrasing: 'wide', insertColumns: 'mention', slots: 'values', rope: true, tokenShift: true, note: "db-s-384-vwrt-x whose synthetic INSERTs name their columns in the order the request mentions the values (16 more action tokens for the longer statements)" },
   { name: 'db-m-384-vwrt-x', envs: db, ...size.m, maxLen: 384, episodes: 24000, steps: 2000, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt-x at m size with 2,000 steps (probe 11.7 %, dev 0 %: not vendored)' },
   { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
   { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
@@ -218,7 +221,7 @@ export function knownZoo(): readonly ZooConfig[] {
 }
 
 /** A config with defaults filled, the tiny budget applied, and its hash. */
-export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift' | 'dagger' | 'phrasing'>> {
+export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift' | 'dagger' | 'phrasing' | 'insertColumns'>> {
   /** set only when on (as slots) */
   dagger?: number;
   /** set only when on (as slots) */
@@ -237,6 +240,8 @@ export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note'
   query?: 'span';
   /** set only when 'wide' (as slots) */
   phrasing?: 'wide';
+  /** set only when on (as slots) */
+  insertColumns?: 'mention';
   /** set only when on (as slots); a variant keeps its base's */
   rope?: true;
   /** set only when on (as slots); a variant keeps its base's */
@@ -275,6 +280,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     ...(c.compactRoom ? { compactRoom: true as const } : {}),
     ...(c.query === 'span' ? { query: 'span' as const } : {}),
     ...(c.phrasing === 'wide' ? { phrasing: 'wide' as const } : {}),
+    ...(c.insertColumns === 'mention' ? { insertColumns: 'mention' as const } : {}),
     ...((base ? base.rope : c.rope) ? { rope: true as const } : {}),
     ...((base ? base.tokenShift : c.tokenShift) ? { tokenShift: true as const } : {}),
     ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}),
@@ -429,7 +435,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   // DAgger: the base model plays, the teacher labels (served from the base's build)
   const student = c.dagger && c.base ? await (await import('./model.ts')).lmModel(c.base.id, { ...(o.dir ? { dir: o.dir } : {}), ...(o.zoo ? { zoo: o.zoo } : {}) }) : null;
   try {
-    for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}), ...(c.query ? { query: c.query } : {}), ...(c.phrasing ? { phrasing: c.phrasing } : {}), ...(student ? { student, studentEpisodes: c.dagger } : {}) })));
+    for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}), ...(c.query ? { query: c.query } : {}), ...(c.phrasing ? { phrasing: c.phrasing } : {}), ...(c.insertColumns ? { insertColumns: c.insertColumns } : {}), ...(student ? { student, studentEpisodes: c.dagger } : {}) })));
   } finally {
     await student?.release();
   }

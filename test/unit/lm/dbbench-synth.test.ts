@@ -8,7 +8,7 @@ import { Rng } from '../../../cluster/rng.ts';
 import { compareV02Read, dbbenchEnv, loadTasks, TASK_TYPES, V02_PROMPT } from '../../../envs/dbbench/index.ts';
 import { runEpisode } from '../../../harness/index.ts';
 import { collectDbbench, perturbSql, teacherAction, teacherModel } from '../../../policies/targets/lm/dbbench/teacher.ts';
-import { answerText, DEFAULT_RENAME, devTables, resultCells, synthTasks, tableNameKey, trainingTables } from '../../../policies/targets/lm/dbbench/synth.ts';
+import { answerText, DEFAULT_RENAME, devTables, mentionOrder, resultCells, synthTasks, tableNameKey, trainingTables } from '../../../policies/targets/lm/dbbench/synth.ts';
 import { renderDbbench } from '../../../policies/targets/lm/dbbench/render.ts';
 import { fillTemplate, minedTemplates, parseInsert, parseUpdate } from '../../../policies/targets/lm/dbbench/mined.ts';
 import { segmentMessages, buildContext } from '../../../policies/targets/lm/context.ts';
@@ -102,7 +102,7 @@ test('dbbench synth - renaming: many table names, new headers and values, legal 
 });
 
 test('dbbench synth - bad options are typed errors', async (t) => {
-  for (const bad of [() => synthTasks(new Rng(1), -1), () => synthTasks(new Rng(1), 3, { weights: { other: -1 } }), () => synthTasks(new Rng(1), 3, { tables: [] }), () => synthTasks(new Rng(1), 3, { rename: 1.5 }), () => synthTasks(new Rng(1), 3, { phrasing: 'long' as never })]) {
+  for (const bad of [() => synthTasks(new Rng(1), -1), () => synthTasks(new Rng(1), 3, { weights: { other: -1 } }), () => synthTasks(new Rng(1), 3, { tables: [] }), () => synthTasks(new Rng(1), 3, { rename: 1.5 }), () => synthTasks(new Rng(1), 3, { phrasing: 'long' as never }), () => synthTasks(new Rng(1), 3, { insertColumns: 'header' as never })]) {
     const e = await t.throwsAsync(bad());
     t.true(isLmTargetError(e) && e.code === 'LM_BAD_OPTION', String(e));
   }
@@ -371,4 +371,48 @@ test('dbbench DAgger - a student plays other synthetic tasks and the teacher lab
   t.true(teacherAction(more[0]!, op.toLowerCase(), '[(1,)]').startsWith('Action: Answer'));
   t.true(teacherAction(more[0]!, op.replace('FROM', 'FROM '), '[(1,)]').startsWith('Action: Answer'));
   t.true(teacherAction(more[0]!, op, "1064 (42000): You have an error in your SQL syntax").startsWith('Action: Operation'));
+});
+
+test('dbbench synth - insertColumns mention: the same tasks and table hashes, INSERTs name every column in the order the request says the values, and the teacher wins them through value slots', async (t) => {
+  // the order: quoted first, whole words, case aside; a value said twice takes its occurrences in turn; unfound last in header order
+  t.deepEqual(mentionOrder("Insert 'Madison' into 'T' with 'San Diego' for 'Location', '1980' for 'Date moved'", ['San Diego', 'Madison', '1980']), [1, 0, 2]);
+  t.deepEqual(mentionOrder('gold 0, silver 1 and bronze 0; total 1980', ['0', '1980', '1', '0']), [0, 2, 3, 1]);
+  t.deepEqual(mentionOrder('nothing here but 7', ['x', '7', 'y']), [1, 0, 2]);
+  t.deepEqual(mentionOrder('Add Rim and Scenic Rim', ['Scenic Rim', 'Rim']), [1, 0]);
+  const o = { rename: 0.7, phrasing: 'wide' } as const;
+  const plain = await synthTasks(new Rng('cols:1'), 160, o);
+  const named = await synthTasks(new Rng('cols:1'), 160, { ...o, insertColumns: 'mention' });
+  t.deepEqual(named.map((x) => [x.type, x.description, x.answerMd5, x.tableName]), plain.map((x) => [x.type, x.description, x.answerMd5, x.tableName]));
+  const ins = named.filter((x) => x.type === 'INSERT');
+  t.true(ins.length >= 20, `${ins.length} INSERTs`);
+  let reordered = 0;
+  for (const x of ins) {
+    const p = parseInsert(x.label[0]!)!;
+    t.truthy(p.columns, x.label[0]);
+    t.deepEqual([...p.columns!].sort(), [...x.columns].sort(), x.label[0]);
+    // found values come in increasing position in the request (case aside)
+    const text = x.description.toLowerCase();
+    const at = p.values.map((v) => text.indexOf(v.toLowerCase())).filter((i) => i >= 0);
+    if (p.columns!.some((c, i) => c !== x.columns[i])) reordered++;
+    t.true(at.length >= p.values.length / 2, x.description);
+  }
+  t.log(`${ins.length} INSERTs name their columns, ${reordered} not in header order; e.g. ${ins.slice(0, 2).map((x) => `${x.description} => ${x.label[0]}`).join(' | ')}`);
+  t.true(reordered > 0);
+  // reads, UPDATEs and DELETEs are as before
+  for (let i = 0; i < named.length; i++) if (named[i]!.type !== 'INSERT') t.deepEqual(named[i], plain[i]);
+  const { dbValueSlotMap, toDbValueSlots, fromDbValueSlots, expandValuePieces, NAME_VALUE_SLOTS } = await import('../../../policies/targets/lm/dbbench/slots.ts');
+  const tok = new LmTokenizer([...(await harvestWords(['dbbench'])), ...NAME_VALUE_SLOTS.words]);
+  let won = 0;
+  let wonSlots = 0;
+  for (const x of ins) {
+    if ((await runEpisode(dbbenchEnv(x), { model: teacherModel(x), seed: 0 })).outcome.won) won++;
+    const render = (a: string, m: Parameters<typeof renderDbbench>[2]): string => {
+      const map = dbValueSlotMap(m, (w) => tok.has(w));
+      return fromDbValueSlots(renderDbbench(tok.encode(toDbValueSlots(a, map)), tok, m, (ps) => expandValuePieces(ps, map)), map);
+    };
+    if ((await runEpisode(dbbenchEnv(x), { model: teacherModel(x, { render }), seed: 0 })).outcome.won) wonSlots++;
+  }
+  t.log(`teacher on named INSERTs ${won}/${ins.length}, through value slots and the renderer ${wonSlots}/${ins.length}`);
+  t.is(won, ins.length);
+  t.true(wonSlots >= 0.95 * ins.length);
 });

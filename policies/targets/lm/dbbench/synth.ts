@@ -325,7 +325,37 @@ function newValue(rng: Rng, t: SynthTable, c: number, not: string | null): strin
   return pool.length > 0 ? rng.pick(pool) : null;
 }
 
-function draftInsert(rng: Rng, t: SynthTable, wide = false): Draft | null {
+/**
+ * The columns of an INSERT in the order the request mentions their values: each value's first
+ * free occurrence in `description` (quoted first, else bounded by non-alphanumerics, case aside),
+ * values said twice taking their occurrences in turn; values not found follow in header order.
+ * No draws: the same for the same request.
+ */
+export function mentionOrder(description: string, values: readonly string[]): number[] {
+  const text = description.toLowerCase();
+  const taken: Array<[number, number]> = [];
+  const free = (a: number, b: number): boolean => taken.every(([x, y]) => b <= x || a >= y);
+  const at = values.map((v) => {
+    const w = v.toLowerCase();
+    if (w.length === 0) return Infinity;
+    for (const quoted of [true, false]) {
+      const needle = quoted ? `'${w}'` : w;
+      for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + 1)) {
+        const a = quoted ? i + 1 : i;
+        const b = a + w.length;
+        const edge = (c: string | undefined): boolean => c === undefined || !/[\p{L}\p{N}]/u.test(c);
+        if (!quoted && !(edge(text[i - 1]) && edge(text[b]))) continue;
+        if (!free(a, b)) continue;
+        taken.push([a, b]);
+        return a;
+      }
+    }
+    return Infinity;
+  });
+  return values.map((_v, i) => i).sort((i, j) => (at[i]! === at[j]! ? i - j : at[i]! < at[j]! ? -1 : 1));
+}
+
+function draftInsert(rng: Rng, t: SynthTable, wide = false, columns?: SynthInsertColumns): Draft | null {
   if (t.columns.length > 7) return null;
   const vals: string[] = [];
   for (let c = 0; c < t.columns.length; c++) {
@@ -348,6 +378,10 @@ function draftInsert(rng: Rng, t: SynthTable, wide = false): Draft | null {
   // wide: most requests phrased as one of the training split's own INSERTs of as many columns
   const mined = wide ? minedTemplates().filter((m) => m.type === 'INSERT' && m.n === t.columns.length) : [];
   const description = mined.length > 0 && rng.chance(WIDE_SHARE) ? fillTemplate(rng.pick(mined), { table: t.name, column: (i) => t.columns[i]!, value: (i) => vals[i]! }) : rng.pick(templates);
+  if (columns === 'mention') {
+    const order = mentionOrder(description, vals);
+    return { type: 'INSERT', description, sql: `INSERT INTO ${bt(t.name)} (${order.map((i) => bt(t.columns[i]!)).join(', ')}) VALUES (${order.map((i) => q(vals[i]!)).join(', ')});` };
+  }
   return { type: 'INSERT', description, sql: `INSERT INTO ${bt(t.name)} VALUES (${vals.map(q).join(', ')});` };
 }
 
@@ -414,7 +448,7 @@ function draftDelete(rng: Rng, t: SynthTable): Draft | null {
   return { type: 'DELETE', description: rng.pick(templates), sql: `DELETE FROM ${bt(t.name)} WHERE ${bt(Y)} = ${q(v)};` };
 }
 
-function draft(rng: Rng, t: SynthTable, type: TaskType, wide: boolean): Draft | null {
+function draft(rng: Rng, t: SynthTable, type: TaskType, wide: boolean, columns?: SynthInsertColumns): Draft | null {
   switch (type) {
     case 'other':
       return draftLookup(rng, t);
@@ -433,7 +467,7 @@ function draft(rng: Rng, t: SynthTable, type: TaskType, wide: boolean): Draft | 
     case 'aggregation-AVG':
       return draftAggregation(rng, t, 'AVG');
     case 'INSERT':
-      return draftInsert(rng, t, wide);
+      return draftInsert(rng, t, wide, columns);
     case 'UPDATE':
       return draftUpdate(rng, t, wide);
     case 'DELETE':
@@ -473,10 +507,21 @@ export interface SynthOptions {
    * existed. @default 'base'
    */
   phrasing?: SynthPhrasing;
+  /**
+   * How an INSERT's SQL names its columns: absent, `INSERT INTO t VALUES (…)` in header order
+   * (every value, none named); 'mention', `INSERT INTO t (c2, c1, …) VALUES (…)` with the columns
+   * and values in the order the request mentions the values (mentionOrder), so the statement
+   * says how many values it writes and copies them left to right. The same row either way (the
+   * same table hash); no extra draws, so the tasks are those drawn without it but for the SQL.
+   */
+  insertColumns?: SynthInsertColumns;
 }
 
 /** The request templates of synthTasks: see SynthOptions.phrasing. */
 export type SynthPhrasing = 'base' | 'wide';
+
+/** How a synthetic INSERT names its columns: see SynthOptions.insertColumns. */
+export type SynthInsertColumns = 'mention';
 
 /** @default: the probability of the entity-name augmentation in the BC collection (collectDbbench) */
 export const DEFAULT_RENAME = 0.7;
@@ -657,6 +702,7 @@ export async function synthTasks(rng: Rng, n: number, o: SynthOptions = {}): Pro
   if (!Object.values(weights).some((w) => w > 0)) throw new LmTargetError('LM_BAD_OPTION', 'synthTasks: every type weight is 0', {});
   const phrasing = o.phrasing ?? 'base';
   if (phrasing !== 'base' && phrasing !== 'wide') throw new LmTargetError('LM_BAD_OPTION', `synthTasks: phrasing must be 'base' or 'wide', got ${String(phrasing)}`, { data: { phrasing } });
+  if (o.insertColumns !== undefined && o.insertColumns !== 'mention') throw new LmTargetError('LM_BAD_OPTION', `synthTasks: insertColumns must be 'mention' or absent, got ${String(o.insertColumns)}`, { data: { insertColumns: o.insertColumns } });
   const rename = o.rename ?? 0;
   if (!(typeof rename === 'number' && rename >= 0 && rename <= 1)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: rename must be a probability in [0, 1], got ${String(rename)}`, { data: { rename } });
   const out: DbbenchTask[] = [];
@@ -669,7 +715,7 @@ export async function synthTasks(rng: Rng, n: number, o: SynthOptions = {}): Pro
     const names = rename > 0 && rng.chance(rename);
     const values = rename > 0 && rng.chance(rename);
     const table = names || values ? augmentTable(rng, drawn, { names, values, pools: tables }) : drawn;
-    const d = draft(rng, table, type, phrasing === 'wide');
+    const d = draft(rng, table, type, phrasing === 'wide', o.insertColumns);
     if (!d) continue;
     const r = await runOnTable(table, d.sql);
     if (!r.ok) continue;

@@ -15,7 +15,7 @@ import { Rng } from '../../../../cluster/rng.ts';
 import { dbbenchEnv, isWriteType, SQL_ERROR, type DbbenchTask } from '../../../../envs/dbbench/index.ts';
 import { runEpisode, type Model } from '../../../../harness/index.ts';
 import type { BcDecision } from '../bc.ts';
-import { answerText, DEFAULT_RENAME, operationText, resultCells, synthSql, synthTasks, type SynthPhrasing } from './synth.ts';
+import { answerText, DEFAULT_RENAME, operationText, resultCells, synthSql, synthTasks, type SynthInsertColumns, type SynthPhrasing } from './synth.ts';
 
 /** The teacher's next reply, from the last action played and the env's last reply. */
 export function teacherAction(task: DbbenchTask, lastAction: string | null, lastObservation: string | null): string {
@@ -82,9 +82,9 @@ export function teacherModel(task: DbbenchTask, o: { noise?: number; rng?: Rng; 
  * DEFAULT_RENAME, and the question templates of `phrasing`), played through `runEpisode` and the real env, so each context is what a model
  * sees. Deterministic for the options.
  */
-export async function collectDbbench(o: { episodes: number; seed: number; noise?: number; rename?: number; phrasing?: SynthPhrasing; student?: Model; studentEpisodes?: number }): Promise<BcDecision[]> {
+export async function collectDbbench(o: { episodes: number; seed: number; noise?: number; rename?: number; phrasing?: SynthPhrasing; insertColumns?: SynthInsertColumns; student?: Model; studentEpisodes?: number }): Promise<BcDecision[]> {
   const rng = new Rng(`lm-bc:dbbench:${o.seed}`);
-  const synth = { rename: o.rename ?? DEFAULT_RENAME, ...(o.phrasing ? { phrasing: o.phrasing } : {}) };
+  const synth = { rename: o.rename ?? DEFAULT_RENAME, ...(o.phrasing ? { phrasing: o.phrasing } : {}), ...(o.insertColumns ? { insertColumns: o.insertColumns } : {}) };
   const tasks = await synthTasks(new Rng(`lm-dbsynth:${o.seed}`), o.episodes, synth);
   const episode = async (task: DbbenchTask, e: number, student: Model | null): Promise<BcDecision[]> => {
     const out: BcDecision[] = [];
