@@ -16,7 +16,7 @@ import type { SynthInsertColumns, SynthPhrasing } from './dbbench/synth.ts';
 import { renumbering } from './renumber.ts';
 import { envDescriptor, envFactory as registryFactory, listTasks } from '../../../envs/registry.ts';
 import { runEpisode, type ChatMessage, type EnvFactory, type Model } from '../../../harness/index.ts';
-import { explorer } from './explorer.ts';
+import { explorer, type SearchOrder } from './explorer.ts';
 import { shopper, type QueryStyle } from './shopper.ts';
 import { collectDbbench } from './dbbench/teacher.ts';
 import { slottingFor } from './slotting.ts';
@@ -87,6 +87,8 @@ export interface CollectOptions {
    * numbers redrawn, increasing), so numbers are copied from the observations. @default 0
    */
   renumber?: number;
+  /** ALFWorld: the explorer's order within a receptacle kind (explorer.ts SearchOrder). @default 'up' */
+  searchOrder?: SearchOrder;
   /**
    * DAgger (Ross et al. 2011; every env's teacher labels any state): after the teacher's `episodes`, `studentEpisodes` more
    * where `student` (a built model) plays and the teacher labels every state the student reaches,
@@ -105,9 +107,9 @@ interface Mirror {
   step(action: string): string;
 }
 
-function alfMirror(game: Game, teacher: AlfTeacher): Mirror {
+function alfMirror(game: Game, teacher: AlfTeacher, order: SearchOrder): Mirror {
   let s: AlfState = alfReset(game, { grammar: 'legacy', protocol: 'react' }).state;
-  const ex = teacher === 'explorer' ? explorer(game) : null;
+  const ex = teacher === 'explorer' ? explorer(game, undefined, { order }) : null;
   return {
     admissible: () => alfAdmissible(game, s),
     expert: () => (ex ? ex.next(s) : alfExpert(game, s)),
@@ -167,7 +169,7 @@ export async function collectDecisions(o: CollectOptions): Promise<BcDecision[]>
     const erng = rng.fork(`episode-${e}`);
     // DAgger: the student plays, the teacher labels
     const student = e >= o.episodes ? o.student! : null;
-    const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!, o.teacher ?? 'explorer') : wsMirror(ws!, taskId, o.teacher ?? 'explorer', o.query ?? 'content');
+    const mirror = o.env === 'alfworld' ? alfMirror(loadGames().get(taskId)!, o.teacher ?? 'explorer', o.searchOrder ?? 'up') : wsMirror(ws!, taskId, o.teacher ?? 'explorer', o.query ?? 'content');
     const actions: string[] = [];
     const labels: string[] = [];
     /** the mirror's last answer, and whether a student's episode left it (then nothing more is recorded) */

@@ -169,7 +169,7 @@ export interface ZooTableRow {
 /** What the teacher column says: who the model cloned, and what its data left out. */
 function teacherLabel(c: ReturnType<typeof resolveConfig>, env: LmEnv): string {
   const who = c.teacher === 'oracle' ? (env === 'alfworld' ? 'oracle' : 'expert (knows the target)') : env === 'alfworld' ? 'explorer' : env === 'webshop' ? 'shopper' : 'generator';
-  const data = [c.synthGoals ? `+${c.synthGoals} synthetic goals` : '', c.rename ? `renamed ${Math.round(c.rename * 100)} %` : '', c.phrasing === 'wide' ? 'wide phrasings' : '', c.insertColumns === 'mention' ? 'INSERT columns named' : '', c.renumber ? `renumbered ${Math.round(c.renumber * 100)} %` : '', c.elide ? `masking ${c.elide}` : '', c.compactRoom ? 'compact room' : '', c.rope ? 'RoPE' : '', c.tokenShift ? 'token shift' : '', c.query === 'span' ? 'span queries' : '', c.dagger ? `+${c.dagger} DAgger episodes` : ''].filter(Boolean);
+  const data = [c.synthGoals ? `+${c.synthGoals} synthetic goals` : '', c.rename ? `renamed ${Math.round(c.rename * 100)} %` : '', c.phrasing === 'wide' ? 'wide phrasings' : '', c.insertColumns === 'mention' ? 'INSERT columns named' : '', c.searchOrder === 'down' ? 'search down' : '', c.renumber ? `renumbered ${Math.round(c.renumber * 100)} %` : '', c.elide ? `masking ${c.elide}` : '', c.compactRoom ? 'compact room' : '', c.rope ? 'RoPE' : '', c.tokenShift ? 'token shift' : '', c.query === 'span' ? 'span queries' : '', c.dagger ? `+${c.dagger} DAgger episodes` : ''].filter(Boolean);
   return `${who}${c.hintRate === 0 ? ', no hints' : ''}${c.noise === 0 ? ', no noise' : ''}${c.slots === 'values' ? ', name and value slots' : c.slots ? ', slots' : ''}${data.map((d) => `, ${d}`).join('')}`;
 }
 

@@ -53,6 +53,7 @@ const shape = {
     rename: z.number().min(0).max(1).optional(),
     phrasing: z.enum(['base', 'wide']).optional(),
     insertColumns: z.literal('mention').optional(),
+    searchOrder: z.enum(['up', 'down']).optional(),
     renumber: z.number().min(0).max(1).optional(),
     dagger: int(1, 1_000_000).optional(),
     base: z.string().optional(),
@@ -71,6 +72,7 @@ const Entry = z
     if (e.query !== undefined && !e.envs.includes('webshop')) ctx.addIssue({ code: 'custom', path: ['query'], message: "the shopper's query style is for WebShop; add webshop to envs or drop query" });
     if (e.phrasing !== undefined && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['phrasing'], message: "the synthetic tasks' phrasing is for DBBench; add dbbench to envs or drop phrasing" });
     if (e.insertColumns !== undefined && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['insertColumns'], message: "how synthetic INSERTs name their columns is for DBBench; add dbbench to envs or drop insertColumns" });
+    if (e.searchOrder !== undefined && !e.envs.includes('alfworld')) ctx.addIssue({ code: 'custom', path: ['searchOrder'], message: "the explorer's search order is for ALFWorld; add alfworld to envs or drop searchOrder" });
     if (e.dagger !== undefined && e.base === undefined) ctx.addIssue({ code: 'custom', path: ['dagger'], message: 'DAgger episodes are played by a base model; add a base (a built entry to train further) or drop dagger' });
     if (e.slots === 'values' && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['slots'], message: "'values' slots are DBBench's (values from the question); add dbbench to envs or use slots: true" });
     else if (e.slots && !e.envs.includes('webshop') && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['slots'], message: "slots are for WebShop's product ids and DBBench's table and column names; add webshop or dbbench to envs or drop slots" });

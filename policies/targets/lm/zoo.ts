@@ -81,6 +81,8 @@ export interface ZooConfig {
   insertColumns?: 'mention';
   /** ALFWorld: the share of teacher episodes recorded with renumbered instances (renumber.ts). @default 0 */
   renumber?: number;
+  /** ALFWorld: 'down', the explorer visits a kind's receptacles from the highest number to 1 (explorer.ts SearchOrder). @default 'up' */
+  searchOrder?: 'up' | 'down';
   /**
    * With a base: DAgger episodes (bc.ts `studentEpisodes`) added to the teacher's
    * `episodes`: the base model plays training games and the teacher labels every state it
@@ -159,6 +161,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'alf-s-256-ecrt-xl', envs: alf, ...size.s, maxLen: 256, episodes: 2000, steps: 2000, seed: 1, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt with 5× the data and 2.5× the steps' },
   { name: 'alf-s-256-ecrt-xl-b', envs: alf, ...size.s, maxLen: 256, episodes: 2000, steps: 2000, seed: 2, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt-xl with seed 2' },
   { name: 'alf-s-256-ecrt-xl-c', envs: alf, ...size.s, maxLen: 256, episodes: 2000, steps: 2000, seed: 3, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt-xl with seed 3' },
+  { name: 'alf-s-256-ecrt-xl-down', envs: alf, ...size.s, maxLen: 256, episodes: 2000, steps: 2000, seed: 1, elide: 2, compactRoom: true, rope: true, tokenShift: true, searchOrder: 'down', note: 'alf-s-256-ecrt-xl whose explorer visits a kind from its highest number down to 1 (drawer 3, 2, 1: the last is always 1)' },
   { name: 'alf-s-256-ecrt-xxl', envs: alf, ...size.s, maxLen: 256, episodes: 4000, steps: 3000, seed: 1, elide: 2, compactRoom: true, rope: true, tokenShift: true, note: 'alf-s-256-ecrt-xl with 2× the data and 1.5× the steps' },
   { name: 'alf-m-256-r', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 1000, seed: 1, renumber: 0.7, note: 'renumbered instances in 70 % of its episodes' },
   { name: 'ws-s-256-a', envs: ws, ...size.s, maxLen: 256, episodes: 1500, steps: 800, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000 },
@@ -222,7 +225,7 @@ export function knownZoo(): readonly ZooConfig[] {
 }
 
 /** A config with defaults filled, the tiny budget applied, and its hash. */
-export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift' | 'dagger' | 'phrasing' | 'insertColumns'>> {
+export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift' | 'dagger' | 'phrasing' | 'insertColumns' | 'searchOrder'>> {
   /** set only when on (as slots) */
   dagger?: number;
   /** set only when on (as slots) */
@@ -243,6 +246,8 @@ export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note'
   phrasing?: 'wide';
   /** set only when on (as slots) */
   insertColumns?: 'mention';
+  /** set only when 'down' (as slots) */
+  searchOrder?: 'down';
   /** set only when on (as slots); a variant keeps its base's */
   rope?: true;
   /** set only when on (as slots); a variant keeps its base's */
@@ -282,6 +287,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     ...(c.query === 'span' ? { query: 'span' as const } : {}),
     ...(c.phrasing === 'wide' ? { phrasing: 'wide' as const } : {}),
     ...(c.insertColumns === 'mention' ? { insertColumns: 'mention' as const } : {}),
+    ...(c.searchOrder === 'down' ? { searchOrder: 'down' as const } : {}),
     ...((base ? base.rope : c.rope) ? { rope: true as const } : {}),
     ...((base ? base.tokenShift : c.tokenShift) ? { tokenShift: true as const } : {}),
     ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}),
@@ -436,7 +442,7 @@ async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) =>
   // DAgger: the base model plays, the teacher labels (served from the base's build)
   const student = c.dagger && c.base ? await (await import('./model.ts')).lmModel(c.base.id, { ...(o.dir ? { dir: o.dir } : {}), ...(o.zoo ? { zoo: o.zoo } : {}) }) : null;
   try {
-    for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}), ...(c.query ? { query: c.query } : {}), ...(c.phrasing ? { phrasing: c.phrasing } : {}), ...(c.insertColumns ? { insertColumns: c.insertColumns } : {}), ...(student ? { student, studentEpisodes: c.dagger } : {}) })));
+    for (const env of c.envs) decisions.push(...(await collectDecisions({ env, episodes: c.episodes, seed: c.seed, noise: c.noise, teacher: c.teacher, ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}), ...(c.rename ? { rename: c.rename } : {}), ...(c.renumber ? { renumber: c.renumber } : {}), ...(c.query ? { query: c.query } : {}), ...(c.phrasing ? { phrasing: c.phrasing } : {}), ...(c.insertColumns ? { insertColumns: c.insertColumns } : {}), ...(c.searchOrder ? { searchOrder: c.searchOrder } : {}), ...(student ? { student, studentEpisodes: c.dagger } : {}) })));
   } finally {
     await student?.release();
   }

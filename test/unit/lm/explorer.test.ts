@@ -7,10 +7,10 @@ import { harvestWords } from '../../../policies/targets/lm/vocab.ts';
 
 const games = loadGames().games;
 
-function play(g: Game, teacher: 'explorer' | 'oracle', limit = 49): { actions: string[]; observations: string[]; won: boolean } {
+function play(g: Game, teacher: 'explorer' | 'oracle', limit = 49, order: 'up' | 'down' = 'up'): { actions: string[]; observations: string[]; won: boolean } {
   const r = reset(g, { grammar: 'legacy', protocol: 'react' });
   let s = r.state;
-  const ex = explorer(g);
+  const ex = explorer(g, undefined, { order });
   const actions: string[] = [];
   const observations = [r.observation];
   for (let k = 0; k < limit && !s.won; k++) {
@@ -40,6 +40,41 @@ test('explorer - solves nearly every valid_seen game within 49 steps, searching 
   t.true(won / seen.length >= 0.95, `${won}/${seen.length}`);
   t.true(steps > oracleSteps * 1.3, `explorer ${steps} steps vs oracle ${oracleSteps}`);
   t.log(`explorer ${won}/${seen.length}, ${(steps / seen.length).toFixed(1)} steps/game; oracle ${(oracleSteps / seen.length).toFixed(1)}`);
+});
+
+test('explorer - search order down: a kind from its highest number to 1, the kinds in the same order, as many games won', (t) => {
+  const seen = games.filter((g) => g.split === 'valid_seen');
+  const res = { up: { won: 0, steps: 0 }, down: { won: 0, steps: 0 } };
+  let runs = 0;
+  for (const g of seen) {
+    const up = play(g, 'explorer');
+    const down = play(g, 'explorer', 49, 'down');
+    for (const [k, r] of [['up', up], ['down', down]] as const) {
+      res[k].won += r.won ? 1 : 0;
+      res[k].steps += r.actions.length;
+    }
+    // the visits of each kind, in order: down never goes up within a kind's run; up never goes down
+    const visits = (acts: string[]): Array<[string, number]> => acts.flatMap((a) => {
+      const m = /^go to (\D+) (\d+)$/.exec(a);
+      return m ? [[m[1]!, Number(m[2])] as [string, number]] : [];
+    });
+    const monotone = (vs: Array<[string, number]>, dir: 1 | -1): boolean => vs.every(([k, n], i) => i === 0 || vs[i - 1]![0] !== k || Math.sign(n - vs[i - 1]![1]) === dir);
+    const firstTake = (acts: string[]): number => { const i = acts.findIndex((a) => a.startsWith('take ')); return i < 0 ? acts.length : i; };
+    const du = visits(down.actions.slice(0, firstTake(down.actions)));
+    const uu = visits(up.actions.slice(0, firstTake(up.actions)));
+    if (du.length >= 2) {
+      runs++;
+      t.true(monotone(du, -1), `down: ${du.map((v) => v.join(' ')).join(', ')}`);
+      t.true(monotone(uu, 1), `up: ${uu.map((v) => v.join(' ')).join(', ')}`);
+      // the kinds come in the same order
+      const kinds = (vs: Array<[string, number]>): string[] => vs.map((v) => v[0]).filter((k, i, a) => i === 0 || a[i - 1] !== k);
+      const [kd, ku] = [kinds(du), kinds(uu)];
+      t.deepEqual(kd.slice(0, Math.min(kd.length, ku.length) - 1), ku.slice(0, Math.min(kd.length, ku.length) - 1));
+    }
+  }
+  t.log(`up: ${res.up.won}/${seen.length} won, ${(res.up.steps / seen.length).toFixed(1)} steps/game; down: ${res.down.won}/${seen.length}, ${(res.down.steps / seen.length).toFixed(1)}; ${runs} searches compared`);
+  t.true(runs > 50);
+  t.true(res.down.won >= 0.95 * seen.length);
 });
 
 test('explorer - acts on what it saw: it takes only objects named in the last observation, and its moves before the first take do not depend on hidden placement', (t) => {

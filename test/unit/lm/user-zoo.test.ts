@@ -40,6 +40,8 @@ test('user zoo - bad entries are LM_BAD_CONFIG naming the file, the entry and th
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, phrasing: long }')), /zoo\[0\] \(my-alf\)\.phrasing: /);
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, insertColumns: mention }')), /zoo\[0\] \(my-alf\)\.insertColumns: how synthetic INSERTs name their columns is for DBBench/);
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, insertColumns: header }')), /zoo\[0\] \(my-alf\)\.insertColumns: /);
+  t.regex(err(ok.replace('seed: 7 }', 'seed: 7, searchOrder: sideways }')), /zoo\[0\] \(my-alf\)\.searchOrder: /);
+  t.regex(err(ok.replace('envs: [alfworld], dModel', 'envs: [webshop], dModel').replace('seed: 7 }', 'seed: 7, searchOrder: down }')), /zoo\[0\] \(my-alf\)\.searchOrder: the explorer's search order is for ALFWorld/);
   t.regex(err(ok.replace('seed: 8 }', 'seed: 8, rope: true }')), /zoo\[1\] \(my-alf-ft\)\.rope: true differs from its base's false/);
   t.regex(err('zoo: [ {name: a'), /^my\.yaml: not YAML/);
   t.regex(err('models: []'), /^my\.yaml: a zoo file is `zoo: \[entries\]`/);
