@@ -114,6 +114,15 @@ export function outcomesOf(records: readonly EpisodeRecord[]): { outcomes: Outco
   return { outcomes, errors };
 }
 
+/**
+ * How long an experiment's rollout keeps re-sending a chunk whose target actor was lost (its node
+ * died, or stalled past the cluster's dead-after limit and was counted as lost), waiting for the
+ * replica to be restarted elsewhere, before the run stops with NO_WORKERS: as `hr1 train`'s
+ * `workers.waitMs`. A loaded node can miss heartbeats for a few seconds, and restarting a learned
+ * target (its ONNX session) takes longer than the five quick re-sends alone allowed.
+ */
+export const LOST_ACTOR_WAIT_MS = 60_000;
+
 export interface RolloutSettings {
   /** target actor replicas (spread over nodes) */
   replicas: number;
@@ -179,6 +188,7 @@ export class ExpRun {
       cache: this.run.cache,
       replicas: this.rolloutSettings.replicas,
       chunk: this.rolloutSettings.chunk,
+      workerWaitMs: LOST_ACTOR_WAIT_MS,
       onProgress: (p) => this.progress.episodes(p.done, p.total, p.cached),
       log: (l) => this.progress.log(l),
       clientStats: this.clientStats,

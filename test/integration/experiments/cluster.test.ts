@@ -15,7 +15,8 @@ const quiet = { stdout: () => {} };
 
 test.after.always(() => rmSync(root, { recursive: true, force: true }));
 
-test.serial('exp main - over three node processes gives the same numbers as in-process', async (t) => {
+test.serial('exp main - over three node processes gives the same numbers as in-process, also when a node stalls past the dead-after limit mid-run and comes back', async (t) => {
+  t.timeout(600_000);
   const rt = await init({ inProcess: true });
   const local = join(root, 'local');
   try {
@@ -26,17 +27,38 @@ test.serial('exp main - over three node processes gives the same numbers as in-p
   const server = await NatsServer.start();
   const procs: Proc[] = [];
   const bus = await NatsBus.connect({ address: server.url });
-  const cluster = new Cluster(bus, { cluster: 'exp3', deadAfterMs: 3000 });
+  const logs: string[] = [];
+  const cluster = new Cluster(bus, { cluster: 'exp3', deadAfterMs: 3000, log: (l) => logs.push(l) });
   const remote = join(root, 'remote');
+  let stalled: Proc | undefined;
   try {
     for (let i = 0; i < 3; i++) procs.push(await startNode(server.url, 'exp3', ['--resources', 'cpu=2', '--node-id', `n${i}`]));
     await cluster.waitForNodes(3, 15_000);
-    const r = await runExpMain({ ...OPTS, out: remote, rollout: { replicas: 3, chunk: 4 } }, { ...quiet, cluster });
+    let finished = false;
+    let hosts: string[] = [];
+    const run = runExpMain({ ...OPTS, out: remote, rollout: { replicas: 3, chunk: 4 } }, { ...quiet, cluster }).finally(() => (finished = true));
+    // a loaded machine can starve a node of CPU for seconds: stop one while its target replica
+    // has chunks in flight, past the 3 s dead-after limit (so it is counted as lost), then let it go on
+    const stall = (async () => {
+      while (!finished && !stalled) {
+        const st = await cluster.status(300);
+        const busy = st.find((h) => h.nodeId !== 'n0' && h.actors.some((a) => a.cls === 'TargetActor' && a.pending > 0));
+        if (!busy) continue;
+        hosts = st.filter((h) => h.actors.some((a) => a.cls === 'TargetActor')).map((h) => h.nodeId);
+        stalled = procs[Number(busy.nodeId.slice(1))]!;
+        stalled.child.kill('SIGSTOP');
+        await new Promise((res) => setTimeout(res, 4500));
+        stalled.child.kill('SIGCONT');
+      }
+    })();
+    const r = await run;
+    await stall;
     t.is(r.ran, 15);
-    const st = await cluster.status(500);
-    const hosts = st.filter((h) => h.actors.some((a) => a.cls === 'TargetActor')).map((h) => h.nodeId);
     t.is(hosts.length, 3, `target replicas on ${hosts.join(', ')}`);
+    t.truthy(stalled, 'a node was stalled while its replica had work');
+    t.true(logs.some((l) => /was lost/.test(l)), logs.join('\n'));
   } finally {
+    stalled?.child.kill('SIGCONT');
     await cluster.close({ killOwned: true });
     await bus.close();
     await stopAll(procs);
