@@ -16,6 +16,7 @@ import { configHash } from './config.ts';
 import type { TargetOptions } from '../../policies/targets/options.ts';
 import type { Method, MethodOptions } from './methods.ts';
 import { MethodProposal, type CandidatesRecord } from './best-of-k.ts';
+import { LOST_ACTOR_WAIT_MS } from './waits.ts';
 import type { Progress } from './progress.ts';
 import type { ResultRow, RunDir } from './run-dir.ts';
 
@@ -113,15 +114,6 @@ export function outcomesOf(records: readonly EpisodeRecord[]): { outcomes: Outco
   });
   return { outcomes, errors };
 }
-
-/**
- * How long an experiment's rollout keeps re-sending a chunk whose target actor was lost (its node
- * died, or stalled past the cluster's dead-after limit and was counted as lost), waiting for the
- * replica to be restarted elsewhere, before the run stops with NO_WORKERS: as `hr1 train`'s
- * `workers.waitMs`. A loaded node can miss heartbeats for a few seconds, and restarting a learned
- * target (its ONNX session) takes longer than the five quick re-sends alone allowed.
- */
-export const LOST_ACTOR_WAIT_MS = 60_000;
 
 export interface RolloutSettings {
   /** target actor replicas (spread over nodes) */
