@@ -550,7 +550,7 @@ zoo
   .option('--seeds <n>', 'seeds per task (default 3)', parsePositiveInt('--seeds'))
   .option('--json', 'print one JSON array: one object per model and env (name, env, params, success, successCi, score, noop, invalid, episodes, …)')
   .option('--only <list>', 'names', list)
-  .option('--write <file>', 'replace the generated block in this markdown file (docs/LMTARGETS.md)')
+  .option('--write <file>', 'replace the generated block in this markdown file (docs/LMTARGETS.md); a model not built or vendored here keeps its earlier measured row, and with --only the other rows stay')
   .option('--jobs <n>', 'models measured at once (default: the CPU count, at most 4)', parsePositiveInt('--jobs'))
   .action(async (o) => {
     const { zooTableCommand } = await import('../commands/zoo.ts');

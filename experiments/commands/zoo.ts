@@ -98,7 +98,12 @@ export async function zooTableCommand(o: ZooTableOptions): Promise<void> {
   const md = lm.zooTableMarkdown(rows);
   if (o.json) console.log(JSON.stringify(lm.zooTableJson(rows)));
   else console.log(md);
-  if (o.write) writeFileSync(o.write, lm.spliceZooTable(readFileSync(o.write, 'utf8'), md));
+  if (o.write) {
+    // rows of models not built or vendored here keep what was measured where they were (see mergeZooTable)
+    const merged = lm.mergeZooTable(readFileSync(o.write, 'utf8'), md);
+    writeFileSync(o.write, merged.text);
+    process.stderr.write(`wrote ${o.write}${merged.kept ? `: ${merged.kept} earlier row${merged.kept === 1 ? '' : 's'} kept (models not built or vendored here)` : ''}\n`);
+  }
 }
 
 export interface ZooProbeOptions {

@@ -294,3 +294,60 @@ export function spliceZooTable(text: string, table: string): string {
   const b = text.indexOf(ZOO_TABLE_END);
   return a >= 0 && b > a ? text.slice(0, a) + table + text.slice(b + ZOO_TABLE_END.length) : `${text.trimEnd()}\n\n${table}\n`;
 }
+
+/** the cells of a markdown table row, trimmed */
+const cells = (line: string): string[] => line.split('|').slice(1, -1).map((c) => c.trim());
+/** a model row's key: target and env */
+const rowKey = (line: string): string => cells(line).slice(0, 2).join(' ');
+/** a model row's config cells (target … teacher): a kept row must describe the same config */
+const configCells = (line: string): string => cells(line).slice(0, 8).join(' | ');
+const isModelRow = (line: string): boolean => line.startsWith('| lm/');
+const notBuilt = (line: string): boolean => cells(line)[11] === 'not built';
+
+/**
+ * The generated block of `table` merged into the one already in `text`, so that a table written on
+ * a machine where some models are not built (nor vendored) does not lose what was measured where
+ * they were: a `not built` row keeps the earlier measured row of the same target and env when its
+ * config cells (target to teacher) are the same; rows of `table` replace the earlier ones; earlier
+ * rows `table` does not have (a run with `--only`) stay where they were. Returns the merged text and
+ * the number of earlier rows kept.
+ *
+ * @example
+ * writeFileSync(doc, mergeZooTable(readFileSync(doc, 'utf8'), zooTableMarkdown(rows)).text);
+ */
+export function mergeZooTable(text: string, table: string): { text: string; kept: number } {
+  const a = text.indexOf(ZOO_TABLE_BEGIN);
+  const b = text.indexOf(ZOO_TABLE_END);
+  if (a < 0 || b <= a) return { text: spliceZooTable(text, table), kept: 0 };
+  const oldRows = text.slice(a, b).split('\n').filter(isModelRow);
+  const oldByKey = new Map(oldRows.map((l) => [rowKey(l), l]));
+  const lines = table.split('\n');
+  const out: string[] = [];
+  const newKeys = new Set(lines.filter(isModelRow).map(rowKey));
+  let kept = 0;
+  for (const line of lines) {
+    if (!isModelRow(line)) {
+      out.push(line);
+      continue;
+    }
+    const before = oldByKey.get(rowKey(line));
+    if (notBuilt(line) && before && !notBuilt(before) && configCells(before) === configCells(line)) {
+      out.push(before);
+      kept++;
+    } else out.push(line);
+  }
+  // earlier rows the new table does not have: after the row that came before them
+  let at = out.findIndex(isModelRow);
+  if (at < 0) at = out.indexOf(ZOO_TABLE_END) - 1;
+  for (const line of oldRows) {
+    const key = rowKey(line);
+    if (newKeys.has(key)) {
+      at = out.findIndex((l) => isModelRow(l) && rowKey(l) === key) + 1;
+      continue;
+    }
+    out.splice(at++, 0, line);
+    kept++;
+  }
+  const merged = kept ? out.join('\n').replace(/(Measured vanilla success[^\n]*)/, `$1 ${kept} row${kept === 1 ? ' was' : 's were'} measured earlier and kept: their models are not built or vendored where this table was written.`) : out.join('\n');
+  return { text: spliceZooTable(text, merged), kept };
+}
