@@ -105,7 +105,11 @@ export interface ZooConfig {
   rope?: boolean;
   /** token shift: each position also reads the previous token's embedding, so one layer can copy "the token after X" (learner/model.py). @default false */
   tokenShift?: boolean;
-  /** train further from this zoo entry (a fine-tuned variant); its size and context are the base's */
+  /**
+   * train further from this zoo entry (a fine-tuned variant); its size and context are the base's,
+   * and so, unless the entry sets them, is what it reads: slots, elide, compactRoom, query and
+   * maxNewTokens
+   */
   base?: string;
   note?: string;
 }
@@ -183,9 +187,11 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'ws-m-384-oracle', envs: ws, ...size.m, maxLen: 384, episodes: 1500, steps: 1000, seed: 1, slots: true, maxNewTokens: 32, synthGoals: 2000, teacher: 'oracle', note: "cloned from WebShop's expert, which knows the target product" },
   { name: 'alf-xs-192-a-ft', envs: alf, ...size.xs, maxLen: 192, episodes: 200, steps: 200, seed: 11, base: 'alf-xs-192-a', note: 'alf-xs-192-a trained further' },
   { name: 'alf-s-256-a-ft', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 400, seed: 11, base: 'alf-s-256-a', note: 'alf-s-256-a trained further' },
-  { name: 'alf-s-256-ecrt-da', envs: alf, ...size.s, maxLen: 256, episodes: 200, steps: 600, seed: 11, base: 'alf-s-256-ecrt', dagger: 400, note: 'alf-s-256-ecrt trained further on 400 DAgger episodes (its own states, the teacher\'s labels) and 200 teacher episodes' },
-  { name: 'alf-m-256-ecrt-da', envs: alf, ...size.m, maxLen: 256, episodes: 300, steps: 1000, seed: 11, base: 'alf-m-256-ecrt', dagger: 600, note: 'alf-m-256-ecrt trained further on 600 DAgger episodes and 300 teacher episodes' },
-  { name: 'alf-s-256-ecrt-dal', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 600, lr: 1e-3, seed: 11, base: 'alf-s-256-ecrt', dagger: 400, note: 'as alf-s-256-ecrt-da with a third of the learning rate and as many teacher as DAgger episodes' },
+  { name: 'alf-s-256-ecrt-da', envs: alf, ...size.s, maxLen: 256, episodes: 200, steps: 600, seed: 11, base: 'alf-s-256-ecrt', dagger: 400, elide: 0, compactRoom: false, note: 'alf-s-256-ecrt trained further on 400 DAgger episodes (its own states, the teacher\'s labels) and 200 teacher episodes; as built, without its base\'s masking and compact room (an entry of its time did not inherit them)' },
+  { name: 'alf-m-256-ecrt-da', envs: alf, ...size.m, maxLen: 256, episodes: 300, steps: 1000, seed: 11, base: 'alf-m-256-ecrt', dagger: 600, elide: 0, compactRoom: false, note: 'alf-m-256-ecrt trained further on 600 DAgger episodes and 300 teacher episodes' },
+  { name: 'alf-s-256-ecrt-dal', envs: alf, ...size.s, maxLen: 256, episodes: 400, steps: 600, lr: 1e-3, seed: 11, base: 'alf-s-256-ecrt', dagger: 400, elide: 0, compactRoom: false, note: 'as alf-s-256-ecrt-da (without its base\'s masking and compact room) with a third of the learning rate and as many teacher as DAgger episodes' },
+  { name: 'alf-s-256-ecrt-xl-da', envs: alf, ...size.s, maxLen: 256, episodes: 1000, steps: 1000, lr: 1e-3, seed: 11, base: 'alf-s-256-ecrt-xl', dagger: 1000, note: 'alf-s-256-ecrt-xl trained further on 1,000 DAgger episodes and 1,000 teacher episodes, reading its base\'s masked, compact windows' },
+  { name: 'alf-s-256-ecrt-xl-nohint-da', envs: alf, ...size.s, maxLen: 256, episodes: 1000, steps: 1000, lr: 1e-3, seed: 11, hintRate: 0, base: 'alf-s-256-ecrt-xl-nohint', dagger: 1000, note: 'alf-s-256-ecrt-xl-nohint trained further on 1,000 DAgger episodes and 1,000 teacher episodes (no hints), reading its base\'s masked, compact windows' },
   { name: 'alf-m-256-a-ft', envs: alf, ...size.m, maxLen: 256, episodes: 500, steps: 500, seed: 11, base: 'alf-m-256-a', note: 'alf-m-256-a trained further' },
   // DBBench: synthetic tasks over the training split's tables (dbbench/synth.ts), SQL actions need more new tokens
   { name: 'db-xs-384-a', envs: db, ...size.xs, maxLen: 384, episodes: 3000, steps: 600, seed: 1, maxNewTokens: 96, rename: 0.7 },
@@ -286,10 +292,11 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     noise: c.noise ?? 0.15,
     hintRate: c.hintRate ?? 0.3,
     teacher: c.teacher ?? 'explorer',
-    ...(c.slots ? { slots: c.slots === 'values' ? ('values' as const) : (true as const) } : {}),
-    ...(c.elide ? { elide: c.elide } : {}),
-    ...(c.compactRoom ? { compactRoom: true as const } : {}),
-    ...(c.query === 'span' ? { query: 'span' as const } : {}),
+    // what the model reads (slots, masking, the room's form, queries) is the base's unless the entry says otherwise
+    ...((c.slots ?? base?.slots) ? { slots: (c.slots ?? base?.slots) === 'values' ? ('values' as const) : (true as const) } : {}),
+    ...((c.elide ?? base?.elide) ? { elide: (c.elide ?? base?.elide)! } : {}),
+    ...((c.compactRoom ?? base?.compactRoom) ? { compactRoom: true as const } : {}),
+    ...((c.query ?? base?.query) === 'span' ? { query: 'span' as const } : {}),
     ...(c.phrasing === 'wide' ? { phrasing: 'wide' as const } : {}),
     ...(c.insertColumns === 'mention' ? { insertColumns: 'mention' as const } : {}),
     ...(c.searchOrder === 'down' ? { searchOrder: 'down' as const } : {}),
@@ -301,7 +308,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     ...(c.dagger && base ? { dagger: tiny ? Math.min(c.dagger, TINY_BUDGET.episodes) : c.dagger } : {}),
     seed: c.seed,
     temperature: c.temperature ?? 0.5,
-    maxNewTokens: c.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS,
+    maxNewTokens: c.maxNewTokens ?? base?.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS,
   };
   const hash = createHash('sha256')
     .update(JSON.stringify({ v: LM_TRAIN_VERSION, ...r, base: base?.hash ?? null }))

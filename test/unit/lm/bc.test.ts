@@ -54,6 +54,26 @@ test('bc - rows end in EOS, fit the window, and carry hint segments at about the
   t.true(none.every((r) => !r.prompt.includes(tok.special('<hint>')) && !r.prompt.includes(tok.special('<skill>'))));
 });
 
+test('zoo - a fine-tuned variant reads what its base reads unless the entry says otherwise', (t) => {
+  const zoo = [
+    { name: 'b', envs: ['alfworld' as const], dModel: 64, nLayers: 1, nHeads: 2, dFf: 128, maxLen: 192, episodes: 30, steps: 60, seed: 1, elide: 2, compactRoom: true, rope: true, maxNewTokens: 24 },
+    { name: 'b-da', envs: ['alfworld' as const], dModel: 64, nLayers: 1, nHeads: 2, dFf: 128, maxLen: 192, episodes: 30, steps: 60, seed: 11, base: 'b', dagger: 10 },
+    { name: 'b-plain', envs: ['alfworld' as const], dModel: 64, nLayers: 1, nHeads: 2, dFf: 128, maxLen: 192, episodes: 30, steps: 60, seed: 11, base: 'b', dagger: 10, elide: 0, compactRoom: false },
+  ];
+  const da = resolveConfig('b-da', zoo);
+  t.is(da.elide, 2);
+  t.true(da.compactRoom);
+  t.true(da.rope);
+  t.is(da.maxNewTokens, 24);
+  const plain = resolveConfig('b-plain', zoo);
+  t.is(plain.elide, undefined);
+  t.is(plain.compactRoom, undefined);
+  t.not(plain.hash, da.hash);
+  // the built-in DAgger variants of their time keep their as-built configs (without the base's masking)
+  t.is(resolveConfig('alf-s-256-ecrt-da').elide, undefined);
+  t.is(resolveConfig('alf-s-256-ecrt-xl-da').elide, resolveConfig('alf-s-256-ecrt-xl').elide);
+});
+
 test('zoo - at least 20 entries with unique names and hashes; tiny and fine-tuned variants resolve', (t) => {
   t.true(ZOO.length >= 20);
   const rs = ZOO.map((z) => resolveConfig(z.name));
