@@ -100,9 +100,9 @@ export async function zooTableCommand(o: ZooTableOptions): Promise<void> {
   else console.log(md);
   if (o.write) {
     // rows of models not built or vendored here keep what was measured where they were (see mergeZooTable)
-    const merged = lm.mergeZooTable(readFileSync(o.write, 'utf8'), md);
+    const merged = lm.mergeZooTable(readFileSync(o.write, 'utf8'), md, lm.knownZoo().map((z) => z.name));
     writeFileSync(o.write, merged.text);
-    process.stderr.write(`wrote ${o.write}${merged.kept ? `: ${merged.kept} earlier row${merged.kept === 1 ? '' : 's'} kept (models not built or vendored here)` : ''}\n`);
+    process.stderr.write(`wrote ${o.write}${merged.kept ? `: ${merged.kept} earlier row${merged.kept === 1 ? '' : 's'} kept (${merged.unbuilt} of models not built or vendored here, ${merged.kept - merged.unbuilt} not measured again)` : ''}\n`);
   }
 }
 

@@ -309,22 +309,24 @@ const notBuilt = (line: string): boolean => cells(line)[11] === 'not built';
  * a machine where some models are not built (nor vendored) does not lose what was measured where
  * they were: a `not built` row keeps the earlier measured row of the same target and env when its
  * config cells (target to teacher) are the same; rows of `table` replace the earlier ones; earlier
- * rows `table` does not have (a run with `--only`) stay where they were. Returns the merged text and
- * the number of earlier rows kept.
+ * rows `table` does not have (a run with `--only`) stay where they were. With `order` (the zoo's
+ * entry names) the model rows are sorted into that order. Returns the merged text and the number of
+ * earlier rows kept.
  *
  * @example
  * writeFileSync(doc, mergeZooTable(readFileSync(doc, 'utf8'), zooTableMarkdown(rows)).text);
  */
-export function mergeZooTable(text: string, table: string): { text: string; kept: number } {
+export function mergeZooTable(text: string, table: string, order?: readonly string[]): { text: string; kept: number; unbuilt: number } {
   const a = text.indexOf(ZOO_TABLE_BEGIN);
   const b = text.indexOf(ZOO_TABLE_END);
-  if (a < 0 || b <= a) return { text: spliceZooTable(text, table), kept: 0 };
+  if (a < 0 || b <= a) return { text: spliceZooTable(text, table), kept: 0, unbuilt: 0 };
   const oldRows = text.slice(a, b).split('\n').filter(isModelRow);
   const oldByKey = new Map(oldRows.map((l) => [rowKey(l), l]));
   const lines = table.split('\n');
   const out: string[] = [];
   const newKeys = new Set(lines.filter(isModelRow).map(rowKey));
   let kept = 0;
+  let unbuilt = 0;
   for (const line of lines) {
     if (!isModelRow(line)) {
       out.push(line);
@@ -334,6 +336,7 @@ export function mergeZooTable(text: string, table: string): { text: string; kept
     if (notBuilt(line) && before && !notBuilt(before) && configCells(before) === configCells(line)) {
       out.push(before);
       kept++;
+      unbuilt++;
     } else out.push(line);
   }
   // earlier rows the new table does not have: after the row that came before them
@@ -348,6 +351,26 @@ export function mergeZooTable(text: string, table: string): { text: string; kept
     out.splice(at++, 0, line);
     kept++;
   }
-  const merged = kept ? out.join('\n').replace(/(Measured vanilla success[^\n]*)/, `$1 ${kept} row${kept === 1 ? ' was' : 's were'} measured earlier and kept: their models are not built or vendored where this table was written.`) : out.join('\n');
-  return { text: spliceZooTable(text, merged), kept };
+  if (order) {
+    // the model rows in zoo order (names as `order` gives them, `@tiny` builds beside their entry), the rest after
+    const rank = new Map(order.map((n, i) => [n, i]));
+    const nameOf = (l: string): string => cells(l)[0]!.replace(/^lm\//, '').split(' ')[0]!.replace(/@tiny$/, '');
+    const idx = out.map((l, i) => (isModelRow(l) ? i : -1)).filter((i) => i >= 0);
+    const sorted = idx.map((i) => out[i]!).map((l, k) => ({ l, k, r: rank.get(nameOf(l)) ?? order.length })).sort((x, y) => x.r - y.r || x.k - y.k);
+    idx.forEach((i, k) => { out[i] = sorted[k]!.l; });
+  }
+  let merged = out.join('\n');
+  if (kept) {
+    // the intro names every env's split size (earlier rows' too) and where the kept rows come from
+    const sizesRe = /tasks × seeds: (.*?) \(ALFWorld/;
+    const sizes = new Map<string, string>();
+    for (const intro of [text.slice(a, b), table]) {
+      const m = sizesRe.exec(intro);
+      for (const part of m && m[1] !== 'none measured' ? m[1]!.split(', ') : []) sizes.set(part.split(' ')[0]!, part);
+    }
+    const again = kept - unbuilt;
+    const why = [unbuilt ? `${unbuilt} of models not built or vendored where this table was written` : '', again ? `${again} not measured again (a run with --only)` : ''].filter(Boolean).join(', ');
+    merged = merged.replace(sizesRe, `tasks × seeds: ${[...sizes.values()].join(', ')} (ALFWorld`).replace(/(Measured vanilla success[^\n]*)/, `$1 ${kept} row${kept === 1 ? '' : 's'} from an earlier table: ${why}.`);
+  }
+  return { text: spliceZooTable(text, merged), kept, unbuilt };
 }
