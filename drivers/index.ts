@@ -4,7 +4,7 @@
  * and the scorer's logged-outcome dataset and report. Experiments call these; nothing below
  * (actors, policies, harness, envs, cluster) imports them.
  */
-export { rollout, targetGroup, envGroup, rolloutKeys, summarizeRecords, checkReply, RolloutInfraError, ReplyMismatchError, NoWorkersError, ChunkTimes, ChunkGate, stragglerDeadline, DEFAULT_INFRA_RETRIES, DEFAULT_INFRA_BACKOFF_MS, type InfraFailure, type RolloutOptions, type RolloutResult, type RolloutSpec, type StragglerOptions } from './rollout.ts';
+export { rollout, targetGroup, envGroup, rolloutKeys, summarizeRecords, checkReply, RolloutInfraError, ReplyMismatchError, NoWorkersError, ChunkTimes, ChunkGate, stragglerDeadline, DEFAULT_INFRA_RETRIES, DEFAULT_INFRA_BACKOFF_MS, DEFAULT_WORKER_WAIT_MS, type InfraFailure, type RolloutOptions, type RolloutResult, type RolloutSpec, type StragglerOptions } from './rollout.ts';
 export { ClientStatsCollector, sumClientStats, formatEndpointStats, type EndpointStats } from './client-stats.ts';
 export { EpisodeCache, episodeKey, DEFAULT_CACHE_PATH, type EpisodeKey } from './episode-cache.ts';
 export { rewardOf, rewardGroup, baseRecords, checkCandidate, type RewardSpec, type RewardOptions, type RewardResult } from './reward.ts';

@@ -36,6 +36,9 @@ export interface RolloutSpec {
   targetOptions?: Record<string, unknown>;
 }
 
+/** How long a rollout's lost chunk waits for a replica by default, ms (see RolloutOptions.workerWaitMs). */
+export const DEFAULT_WORKER_WAIT_MS = 60_000;
+
 export interface RolloutOptions {
   /** replicas of the target actor group (spread over nodes). @default 1 */
   replicas?: number;
@@ -54,9 +57,11 @@ export interface RolloutOptions {
   /** null = no cache */
   cache?: EpisodeCache | null;
   /**
-   * how long a chunk whose actor is lost (every replica dead, no node to restart it on) keeps
-   * waiting for one, ms; then the rollout fails with NoWorkersError (NO_WORKERS). 0: only the
-   * `retries` quick re-sends. @default 0
+   * how long a chunk whose actor is lost (its node died, or stalled past the cluster's dead-after
+   * limit, and no replica took the chunk yet) keeps being sent again, ms; then the rollout fails
+   * with NoWorkersError (NO_WORKERS). 0: only the `retries` quick re-sends (about 3 s of back-off,
+   * which a loaded machine can outlast: a node that misses heartbeats is counted as lost).
+   * @default DEFAULT_WORKER_WAIT_MS (60 s, as `hr1 train`'s workers.waitMs)
    */
   workerWaitMs?: number;
   /** times a chunk is sent again after its actor died. @default 5 */
@@ -347,7 +352,7 @@ export async function rollout(cluster: Cluster, spec: RolloutSpec, opts: Rollout
     const slots = spec.targetOptions?.concurrency;
     const concurrency = opts.concurrency ?? (typeof slots === 'number' && slots > DEFAULT_EPISODE_CONCURRENCY ? slots : DEFAULT_EPISODE_CONCURRENCY);
     const acquire = () => targetGroup(cluster, spec.target, { replicas, envThreads: opts.envThreads ?? 0, concurrency, ...(envActor ? { envActor } : {}), ...(spec.targetOptions ? { targetOptions: spec.targetOptions } : {}) });
-    const workerWait = opts.workerWaitMs ?? 0;
+    const workerWait = opts.workerWaitMs ?? DEFAULT_WORKER_WAIT_MS;
     let group: Awaited<ReturnType<typeof acquire>>;
     try {
       group = await acquire();

@@ -125,6 +125,54 @@ test.serial('rollout - a node killed mid-rollout costs no episode: its chunks ar
   }
 });
 
+test.serial('rollout - the only node killed and a new one started 4.5 s later: the lost chunks wait for it (workerWaitMs) and the result is unchanged; with only the quick re-sends the rollout fails', async (t) => {
+  t.timeout(240_000);
+  const server = await NatsServer.start();
+  const procs: Proc[] = [];
+  const bus = await NatsBus.connect({ address: server.url });
+  const cluster = new Cluster(bus, { cluster: 'row', deadAfterMs: 1200 });
+  // once a chunk is done: SIGKILL the node that ran it, start another after longer than the
+  // five quick re-sends' back-off (~3 s), as a restarted replica on a loaded machine can take
+  const run = (id: number, workerWaitMs?: number) => {
+    let replacing: Promise<void> | undefined;
+    const lines: string[] = [];
+    const p = rollout(cluster, { env: 'alfworld', target: 'sim/llama-3b', episodes }, {
+      cache: null,
+      chunk: 4,
+      window: 1,
+      log: (l) => lines.push(l),
+      ...(workerWaitMs !== undefined ? { workerWaitMs } : {}),
+      onProgress: (x) => {
+        if (replacing || x.done === 0) return;
+        replacing = (async () => {
+          procs.at(-1)!.child.kill('SIGKILL');
+          await sleep(4500);
+          procs.push(await startNode(server.url, 'row', ['--resources', 'cpu=2', '--node-id', `w${id}`]));
+        })();
+      },
+    });
+    return { p: p.finally(() => replacing), lines };
+  };
+  try {
+    procs.push(await startNode(server.url, 'row', ['--resources', 'cpu=2', '--node-id', 'w0']));
+    await cluster.waitForNodes(1, 10_000);
+    const waited = run(1);
+    const r = await waited.p;
+    t.is(canonicalJson(r.records), canonicalJson(reference));
+    t.true(r.stats.resent > 0, JSON.stringify(r.stats));
+    t.deepEqual(r.stats.nodes.sort(), ['w0', 'w1']);
+    t.true(waited.lines.some((l) => /waiting for a replica at most/.test(l)), waited.lines.join('\n'));
+    // the same loss with only the quick re-sends: the rollout fails, nothing is returned as a result
+    const quick = run(2, 0);
+    await t.throwsAsync(quick.p);
+  } finally {
+    await cluster.close({ killOwned: true });
+    await bus.close();
+    await stopAll(procs);
+    await server.dispose();
+  }
+});
+
 test.serial('serve - a SIMULATED target served over HTTP plays the same episodes through the openai client', async (t) => {
   const port = 20000 + (process.pid % 20000);
   const srv = hr1(['serve', 'sim/llama-3b', '--env', 'alfworld', '--port', String(port)]);
