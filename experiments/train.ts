@@ -27,7 +27,7 @@ import { writeTrainReport, writeTrainScalars } from './report/training.ts';
 import { DEFAULT_PROMPT_TOKENS, MAX_COMPLETION_TOKENS, PATCH_LANG_VERSION, tokensToPatch } from '../policies/engineer/patch-lang.ts';
 import { engineerBackend, type SampledCompletion } from './train-engineer.ts';
 import { PolicyVersions, StageClock, policyFile, pruneFiles, range, runTrainPipeline, type PipelineStages } from './train-pipeline.ts';
-import { ChunkGate, ChunkTimes, LM_WINDOW, NoWorkersError, type RolloutOptions } from '../drivers/rollout.ts';
+import { ChunkGate, ChunkTimes, DEFAULT_WORKER_WAIT_MS, LM_WINDOW, NoWorkersError, type RolloutOptions } from '../drivers/rollout.ts';
 import type { Packet } from '../policies/engineer/packet.ts';
 import type { EpisodeRecord } from '../harness/index.ts';
 import type { MissingEvaluationError } from '../policies/engineer/errors.ts';
@@ -153,7 +153,7 @@ export const TrainConfigSchema = z
          * how long a rollout waits for a replica when every node that could host the target is
          * gone, ms; then training stops with TRAIN_NO_WORKERS, resumable from its last checkpoint
          */
-        waitMs: z.number().int().min(0).default(60_000),
+        waitMs: z.number().int().min(0).default(DEFAULT_WORKER_WAIT_MS),
       })
       .prefault({}),
     /**

@@ -15,7 +15,6 @@ import { TRAIN_SPLITS_FILE, findTrainSplits } from '../train-plan.ts';
 import { ExpError } from './errors.ts';
 import { isLlmEngineerSpec } from './llm-editor.ts';
 import type { Method, MethodContext, MethodOptions } from './methods.ts';
-import { LOST_ACTOR_WAIT_MS } from './waits.ts';
 
 /** Why an engineer row is empty when no engineer is given. */
 export const ENGINEER_MISSING = 'not available (engineer not trained: run hr1 train, then pass --engineer RUN_DIR)';
@@ -153,7 +152,7 @@ function bestFixed(name: string, label: string, version: string, on: 'target' | 
       for (const c of candidates) {
         let sum = 0;
         for (let i = 0; i < batches.length; i++) {
-          const r = await rewardOf(ctx.cluster, { ...spec, episodes: batches[i]!, patch: c.patch, base: bases[i]! }, { metric: envDescriptor(ctx.env).metrics[0], rollout: { workerWaitMs: LOST_ACTOR_WAIT_MS } });
+          const r = await rewardOf(ctx.cluster, { ...spec, episodes: batches[i]!, patch: c.patch, base: bases[i]! }, { metric: envDescriptor(ctx.env).metrics[0] });
           sum += r.valid ? r.delta : 0;
         }
         if (sum / batches.length > bestMean) {

@@ -16,7 +16,6 @@ import { configHash } from './config.ts';
 import type { TargetOptions } from '../../policies/targets/options.ts';
 import type { Method, MethodOptions } from './methods.ts';
 import { MethodProposal, type CandidatesRecord } from './best-of-k.ts';
-import { LOST_ACTOR_WAIT_MS } from './waits.ts';
 import type { Progress } from './progress.ts';
 import type { ResultRow, RunDir } from './run-dir.ts';
 
@@ -180,7 +179,6 @@ export class ExpRun {
       cache: this.run.cache,
       replicas: this.rolloutSettings.replicas,
       chunk: this.rolloutSettings.chunk,
-      workerWaitMs: LOST_ACTOR_WAIT_MS,
       onProgress: (p) => this.progress.episodes(p.done, p.total, p.cached),
       log: (l) => this.progress.log(l),
       clientStats: this.clientStats,

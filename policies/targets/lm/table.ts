@@ -302,16 +302,16 @@ const rowKey = (line: string): string => cells(line).slice(0, 2).join(' ');
 /** a model row's config cells (target … teacher): a kept row must describe the same config */
 const configCells = (line: string): string => cells(line).slice(0, 8).join(' | ');
 const isModelRow = (line: string): boolean => line.startsWith('| lm/');
-const notBuilt = (line: string): boolean => cells(line)[11] === 'not built';
+const notBuilt = (line: string): boolean => line.includes('| not built |');
 
 /**
  * The generated block of `table` merged into the one already in `text`, so that a table written on
  * a machine where some models are not built (nor vendored) does not lose what was measured where
  * they were: a `not built` row keeps the earlier measured row of the same target and env when its
- * config cells (target to teacher) are the same; rows of `table` replace the earlier ones; earlier
- * rows `table` does not have (a run with `--only`) stay where they were. With `order` (the zoo's
- * entry names) the model rows are sorted into that order. Returns the merged text and the number of
- * earlier rows kept.
+ * config cells (target to teacher) are the same; rows of `table` replace the earlier ones in their
+ * place; earlier rows `table` does not have (a run with `--only`) stay; rows new to the table come
+ * last. With `order` (the zoo's entry names) the model rows are then sorted into that order.
+ * Returns the merged text, the earlier rows kept, and how many of those stand for unbuilt models.
  *
  * @example
  * writeFileSync(doc, mergeZooTable(readFileSync(doc, 'utf8'), zooTableMarkdown(rows)).text);
@@ -320,45 +320,32 @@ export function mergeZooTable(text: string, table: string, order?: readonly stri
   const a = text.indexOf(ZOO_TABLE_BEGIN);
   const b = text.indexOf(ZOO_TABLE_END);
   if (a < 0 || b <= a) return { text: spliceZooTable(text, table), kept: 0, unbuilt: 0 };
-  const oldRows = text.slice(a, b).split('\n').filter(isModelRow);
-  const oldByKey = new Map(oldRows.map((l) => [rowKey(l), l]));
   const lines = table.split('\n');
-  const out: string[] = [];
-  const newKeys = new Set(lines.filter(isModelRow).map(rowKey));
+  const fresh = new Map(lines.filter(isModelRow).map((l) => [rowKey(l), l]));
+  const oldRows = text.slice(a, b).split('\n').filter(isModelRow);
   let kept = 0;
   let unbuilt = 0;
-  for (const line of lines) {
-    if (!isModelRow(line)) {
-      out.push(line);
-      continue;
-    }
-    const before = oldByKey.get(rowKey(line));
-    if (notBuilt(line) && before && !notBuilt(before) && configCells(before) === configCells(line)) {
-      out.push(before);
-      kept++;
-      unbuilt++;
-    } else out.push(line);
-  }
-  // earlier rows the new table does not have: after the row that came before them
-  let at = out.findIndex(isModelRow);
-  if (at < 0) at = out.indexOf(ZOO_TABLE_END) - 1;
-  for (const line of oldRows) {
-    const key = rowKey(line);
-    if (newKeys.has(key)) {
-      at = out.findIndex((l) => isModelRow(l) && rowKey(l) === key) + 1;
-      continue;
-    }
-    out.splice(at++, 0, line);
+  // the earlier rows in their order, each replaced by its new row unless that one is an unbuilt model of the same config
+  const rows = oldRows.map((before) => {
+    const now = fresh.get(rowKey(before));
+    fresh.delete(rowKey(before));
+    if (now && !(notBuilt(now) && !notBuilt(before) && configCells(now) === configCells(before))) return now;
     kept++;
-  }
+    if (now) unbuilt++;
+    return before;
+  });
+  rows.push(...fresh.values());
   if (order) {
-    // the model rows in zoo order (names as `order` gives them, `@tiny` builds beside their entry), the rest after
+    // zoo order (`@tiny` builds beside their entry), rows of names it lacks after, each group stable
     const rank = new Map(order.map((n, i) => [n, i]));
     const nameOf = (l: string): string => cells(l)[0]!.replace(/^lm\//, '').split(' ')[0]!.replace(/@tiny$/, '');
-    const idx = out.map((l, i) => (isModelRow(l) ? i : -1)).filter((i) => i >= 0);
-    const sorted = idx.map((i) => out[i]!).map((l, k) => ({ l, k, r: rank.get(nameOf(l)) ?? order.length })).sort((x, y) => x.r - y.r || x.k - y.k);
-    idx.forEach((i, k) => { out[i] = sorted[k]!.l; });
+    const r = (l: string): number => rank.get(nameOf(l)) ?? order.length;
+    rows.sort((x, y) => r(x) - r(y));
   }
+  const first = lines.findIndex(isModelRow);
+  const head = first >= 0 ? lines.slice(0, first) : lines.slice(0, lines.indexOf(ZOO_TABLE_END) - 1);
+  const tail = first >= 0 ? lines.slice(first).filter((l) => !isModelRow(l)) : lines.slice(lines.indexOf(ZOO_TABLE_END) - 1);
+  const out = [...head, ...rows, ...tail];
   let merged = out.join('\n');
   if (kept) {
     // the intro names every env's split size (earlier rows' too) and where the kept rows come from
