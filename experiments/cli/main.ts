@@ -557,6 +557,20 @@ zoo
     await zooTableCommand(o);
   });
 zoo
+  .command('compare')
+  .description('two zoo models on the same evaluation episodes (the zoo table\'s tasks × seeds): B − A in success (and WebShop score) paired per task, with a 95 % bootstrap interval over tasks')
+  .argument('<a>', 'a zoo name (lm/ optional), the control')
+  .argument('<b>', 'another zoo name, compared against A')
+  .option('--config <file>', 'a YAML file of your own zoo entries')
+  .option('--env <env>', 'the env both play (default: the one env they share)')
+  .option('--tasks <n>', 'tasks of the evaluation split, its first ones (default: the whole split)', parsePositiveInt('--tasks'))
+  .option('--seeds <n>', 'seeds per task (default 3, as the zoo table)', parsePositiveInt('--seeds'))
+  .option('--json', 'print one JSON object (a, b, env, tasks, seeds, episodes, success and score: {a, b, diff, diffCi, above, below, same})')
+  .action(async (a: string, b: string, o) => {
+    const { zooCompare } = await import('../commands/zoo.ts');
+    await zooCompare(a, b, o);
+  });
+zoo
   .command('probe')
   .description('DBBench targets on fresh synthetic tasks of their own training distribution (every table renamed, a seed no build draws): tells a model that did not learn the skill from one that does not carry it to dev')
   .option('--config <file>', 'a YAML file of your own zoo entries')

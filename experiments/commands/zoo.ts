@@ -152,3 +152,42 @@ export async function zooProbe(o: ZooProbeOptions): Promise<void> {
   console.log(table(['target', 'phrasing', 'tasks', 'success [95 % CI]', 'reads', 'writes', 'invalid'], out.map((p) => [p.target, p.phrasing, p.tasks, `${pct(p.success)} [${pct(p.successCi[0])}, ${pct(p.successCi[1])}]`, frac(p.reads), frac(p.writes), pct(p.invalid)])));
   console.log('\nfresh synthetic tasks (every table renamed: new name, headers and values), drawn with a seed no build uses; compare with the dev split in `hr1 zoo table`');
 }
+
+export interface ZooCompareOptions {
+  config?: string | undefined;
+  env?: string | undefined;
+  tasks?: number | undefined;
+  seeds?: number | undefined;
+  json?: boolean | undefined;
+}
+
+/**
+ * `hr1 zoo compare A B`: B − A on the same evaluation episodes, paired per task
+ * (policies/targets/lm/compare.ts); plays what the models' cached figures do not hold.
+ */
+export async function zooCompare(a: string, b: string, o: ZooCompareOptions): Promise<void> {
+  await useZooConfig(o.config);
+  const lm = await import('../../policies/targets/lm/index.ts');
+  const bare = (n: string): string => n.replace(/^lm\//, '');
+  const [na, nb] = [bare(a), bare(b)];
+  const env = lm.compareEnv(na, nb, o.env as import('../../policies/targets/lm/index.ts').LmEnv | undefined);
+  const { countProgress } = await import('../runner/progress.ts');
+  const all = lm.taskIds(env, lm.EVAL_SPLIT[env]).length;
+  const per = Math.min(o.tasks ?? all, all) * (o.seeds ?? lm.DEFAULT_TABLE_SEEDS);
+  // cached figures play nothing, so the bar may finish early
+  const progress = countProgress({ label: 'zoo compare', total: 2 * per });
+  let done = 0;
+  let c: import('../../policies/targets/lm/index.ts').ZooComparison;
+  try {
+    c = await lm.compareVanilla(na, nb, { env, ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.seeds ? { seeds: o.seeds } : {}), onEpisode: () => progress.update(++done) });
+    progress.finish();
+  } finally {
+    progress.stop();
+  }
+  if (o.json) {
+    const { vanillaA: _a, vanillaB: _b, ...rest } = c;
+    console.log(JSON.stringify(rest));
+    return;
+  }
+  console.log(lm.formatZooComparison(c));
+}

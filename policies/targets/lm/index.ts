@@ -39,3 +39,4 @@ export { zooTable, zooTableRows, zooTableMarkdown, zooTableJson, measureVanilla,
 export { locateModel, playableMeta, readManifest, vendoredDir, vendoredState, DEFAULT_VENDORED_DIR, VENDORED_ENV, MAX_SUCCESS_DRIFT, type ModelSource, type VendoredEntry, type VendoredManifest } from './vendor.ts';
 export { vendorModels, verifyVendored, exportCompact, type VendorOptions, type VerifyOptions, type VerifyLine } from './vendor-build.ts';
 export { probeSynthetic, probeTasks, PROBE_SEED, DEFAULT_PROBE_TASKS, type ProbeOptions, type ProbeResult } from './dbbench/probe.ts';
+export { compareVanilla, compareEnv, pairedFigure, formatZooComparison, COMPARE_RESAMPLES, type CompareOptions, type PairedFigure, type ZooComparison } from './compare.ts';

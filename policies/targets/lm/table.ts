@@ -52,6 +52,12 @@ export interface VanillaResult {
   /** share of steps whose reply did not parse as an action of the env's format */
   invalid: number;
   meanSteps: number;
+  /**
+   * per task of the split's first `tasks` (in split order), the mean over its seeds of success and
+   * of the final reward: what a paired comparison of two models needs (`compareVanilla`). Absent in
+   * figures cached before 2026-12-07; `measureVanilla(…, { perTask: true })` measures those again.
+   */
+  perTask?: { success: number[]; score: number[] };
 }
 
 /**
@@ -88,7 +94,7 @@ export function noopStep(env: LmEnv, s: { observation: string }, prev: { observa
  * (`vanilla-<env>-<tasks>x<seeds>-s<serving version>.json`; the episodes are seeded, so it is
  * what a re-run gives). `tasks` defaults to the whole evaluation split, `seeds` to 3.
  */
-export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: number; seeds?: number; dir?: string; zoo?: readonly ZooConfig[]; fresh?: boolean; onEpisode?: () => void } = {}): Promise<VanillaResult> {
+export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: number; seeds?: number; dir?: string; zoo?: readonly ZooConfig[]; fresh?: boolean; perTask?: boolean; onEpisode?: () => void } = {}): Promise<VanillaResult> {
   const all = taskIds(env, EVAL_SPLIT[env]).length;
   const tasks = Math.min(o.tasks ?? all, all);
   const seeds = o.seeds ?? DEFAULT_TABLE_SEEDS;
@@ -96,7 +102,9 @@ export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: numb
   const file = join(figuresDir(resolveConfig(name, o.zoo), o.dir), `vanilla-${env}-${tasks}x${seeds}-s${LM_SERVING_VERSION}.json`);
   if (!o.fresh && existsSync(file)) {
     const hit = JSON.parse(readFileSync(file, 'utf8')) as Partial<VanillaResult>;
-    if (typeof hit.score === 'number' && typeof hit.invalid === 'number' && Array.isArray(hit.successCi)) return hit as VanillaResult;
+    const complete = typeof hit.score === 'number' && typeof hit.invalid === 'number' && Array.isArray(hit.successCi);
+    // a figure cached before per-task outcomes were kept is measured again when they are asked for
+    if (complete && (!o.perTask || (Array.isArray(hit.perTask?.success) && hit.perTask.success.length === tasks))) return hit as VanillaResult;
   }
   const r = await measureFresh(name, env, { ...o, tasks, seeds });
   if (existsSync(dirname(file))) writeFileSync(file, `${JSON.stringify(r)}\n`);
@@ -137,6 +145,7 @@ async function measureFresh(name: string, env: LmEnv, o: { tasks: number; seeds:
       noop: noop / Math.max(1, steps),
       invalid: invalid / Math.max(1, steps),
       meanSteps: steps / n,
+      perTask: { success: perTask(wonBy), score: perTask(scoreBy) },
     };
   } finally {
     await m.release();
