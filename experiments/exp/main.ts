@@ -188,23 +188,26 @@ export function reportMain(meta: RunMeta, rows: EvalRow[]): Report {
     .filter((m) => m.available === true && m.name !== 'vanilla')
     .map((m) => [m.label, ...cols.map((c) => fmtDelta(delta[m.name]![`${c.env}.${c.metric}`])), fmtDelta(delta[m.name]!.avg)]);
 
-  // Harness-R1 against the controls that could prove it wrong: paired on the same tasks and seeds
+  // Harness-R1 against the controls that could prove it wrong: paired on the same tasks and seeds;
+  // its decoding variants (sampled, best of K), where they ran, against the control and the greedy engineer
   const HEAD = 'engineer-grpo';
   const CONTROLS = ['best-fixed-patch', 'engineer-sft', 'prompted-editor', 'vanilla'];
+  const VARIANTS = ['engineer-grpo-sampled', 'engineer-grpo-best-of-k'];
   const ran = (n: string) => meta.methods.some((m) => m.name === n && m.available === true);
   const labelOf = (n: string) => meta.methods.find((m) => m.name === n)?.label ?? n;
   const versusRows: string[][] = [];
   const versus: { method: string; control: string; env: Record<string, Interval | null>; average: Interval | null }[] = [];
-  if (ran(HEAD)) {
-    const as = primary.map((c) => mat(HEAD, c.env, c.metric));
-    for (const ctl of CONTROLS.filter(ran)) {
-      // against vanilla: the Δ vs vanilla above (the same intervals as its table)
-      const zs = ctl === 'vanilla' ? [] : primary.map((c) => mat(ctl, c.env, c.metric));
-      const per = primary.map((c, i) => (ctl === 'vanilla' ? delta[HEAD]![`${c.env}.${c.metric}`]! : as[i] && zs[i] ? pairedDelta([as[i]!], [zs[i]!], boot(`v|${ctl}|${c.env}|${c.metric}`)) : null));
-      const avg = ctl === 'vanilla' ? delta[HEAD]!.avg! : as.every((x) => x !== null) && zs.every((x) => x !== null) ? pairedDelta(as as number[][][], zs as number[][][], boot(`v|${ctl}|avg`)) : null;
-      versus.push({ method: HEAD, control: ctl, env: Object.fromEntries(primary.map((c, i) => [c.env, per[i] ?? null])), average: avg });
-      versusRows.push([`${labelOf(HEAD)} − ${labelOf(ctl)}`, ...per.map((d) => fmtDelta(d)), fmtDelta(avg), avg === null ? '—' : avg.lo > 0 ? 'above' : avg.hi < 0 ? 'below' : 'not resolved']);
-    }
+  const pairs = [...(ran(HEAD) ? CONTROLS.filter(ran).map((ctl) => [HEAD, ctl] as const) : []), ...VARIANTS.filter(ran).flatMap((v) => ['best-fixed-patch', HEAD].filter(ran).map((ctl) => [v, ctl] as const))];
+  for (const [head, ctl] of pairs) {
+    const as = primary.map((c) => mat(head, c.env, c.metric));
+    // the bootstrap seeds of Harness-R1's own rows are as before variants had rows here
+    const tag = head === HEAD ? ctl : `${head}|${ctl}`;
+    // against vanilla: the Δ vs vanilla above (the same intervals as its table)
+    const zs = ctl === 'vanilla' ? [] : primary.map((c) => mat(ctl, c.env, c.metric));
+    const per = primary.map((c, i) => (ctl === 'vanilla' ? delta[head]![`${c.env}.${c.metric}`]! : as[i] && zs[i] ? pairedDelta([as[i]!], [zs[i]!], boot(`v|${tag}|${c.env}|${c.metric}`)) : null));
+    const avg = ctl === 'vanilla' ? delta[head]!.avg! : as.every((x) => x !== null) && zs.every((x) => x !== null) ? pairedDelta(as as number[][][], zs as number[][][], boot(`v|${tag}|avg`)) : null;
+    versus.push({ method: head, control: ctl, env: Object.fromEntries(primary.map((c, i) => [c.env, per[i] ?? null])), average: avg });
+    versusRows.push([`${labelOf(head)} − ${labelOf(ctl)}`, ...per.map((d) => fmtDelta(d)), fmtDelta(avg), avg === null ? '—' : avg.lo > 0 ? 'above' : avg.hi < 0 ? 'below' : 'not resolved']);
   }
 
   // spread across packets (methods that read packets)

@@ -7,13 +7,13 @@
 import { rewardOf, type RewardResult } from '../../drivers/index.ts';
 import type { MethodContext } from './methods.ts';
 
-/** Δ of each candidate on the packet's own batch, and the index of the best valid one (null: none is valid). */
-export async function scoreOnOwnBatch(ctx: MethodContext, patches: readonly unknown[]): Promise<{ best: number | null; results: RewardResult[] }> {
+/** Δ of each candidate on the packet's own batch (success, or `metric`), and the index of the best valid one (null: none is valid). */
+export async function scoreOnOwnBatch(ctx: MethodContext, patches: readonly unknown[], o: { metric?: 'success' | 'score' } = {}): Promise<{ best: number | null; results: RewardResult[] }> {
   const results: RewardResult[] = [];
   let best: number | null = null;
   let bestDelta = -Infinity;
   for (const [i, patch] of patches.entries()) {
-    const r = await rewardOf(ctx.cluster, { env: ctx.env, target: ctx.target, episodes: ctx.trainEpisodes, patch, cache: ctx.cache, base: ctx.trainRecords, envOptions: ctx.envOptions, ...(ctx.targetOptions ? { targetOptions: ctx.targetOptions } : {}) });
+    const r = await rewardOf(ctx.cluster, { env: ctx.env, target: ctx.target, episodes: ctx.trainEpisodes, patch, cache: ctx.cache, base: ctx.trainRecords, envOptions: ctx.envOptions, ...(ctx.targetOptions ? { targetOptions: ctx.targetOptions } : {}) }, o.metric ? { metric: o.metric } : {});
     results.push(r);
     if (r.valid && r.delta > bestDelta) {
       bestDelta = r.delta;

@@ -12,6 +12,7 @@ import { hashString } from '../../cluster/rng.ts';
 import { extractPacket, loadBuiltinEngineer, packetHash, type Packet } from '../../policies/engineer/index.ts';
 import { hfRunFile, proposeFromHfRun } from '../../policies/engineer/hf/index.ts';
 import { TRAIN_SPLITS_FILE, findTrainSplits } from '../train-plan.ts';
+import { MethodProposal, scoreOnOwnBatch, type CandidateRecord, type CandidatesRecord } from './best-of-k.ts';
 import { ExpError } from './errors.ts';
 import { isLlmEngineerSpec } from './llm-editor.ts';
 import type { Method, MethodContext, MethodOptions } from './methods.ts';
@@ -87,6 +88,41 @@ async function engineerPropose(ctx: MethodContext, packet: Packet, name: string,
   const [patch] = await loadBuiltinEngineer(path).propose(packet, decode);
   return patch ?? null;
 }
+
+/**
+ * The SFT+GRPO engineer choosing among K of its own patches on the packet's own batch, as the
+ * prompted editor's best-of-K does (K = `editor.k`): its greedy patch and K − 1 draws as its GRPO
+ * drew (its `grpo.temperature` and `grpo.topP`, seeded by the run's seed and the packet), each
+ * rerun on the packet's train batch (paired with its vanilla records, never a test episode); the
+ * one with the largest Δ of the env's primary metric (WebShop's score) is submitted, ties to the
+ * earlier (the greedy patch first). Not the paper's method (one patch per packet): a test-time
+ * selection with the editor's budget, measured as its own row.
+ */
+export const ENGINEER_GRPO_BEST_OF_K: Method = {
+  name: 'engineer-grpo-best-of-k',
+  label: 'engineer, SFT+GRPO, best of K on the packet\'s batch',
+  kind: 'engineer',
+  version: 'builtin-best-of-k-1',
+  available: (o) => trainedEngineer(o, ENGINEER_MISSING),
+  async propose(ctx) {
+    const name = ENGINEER_GRPO_BEST_OF_K.name;
+    const path = modelPath(ctx.options, ctx.env, 'engineer.onnx');
+    if (!path || hfRunFile(dirname(path), 'engineer.onnx')) {
+      throw new ExpError('EXP_METHOD_FAILED', `${name}: needs a built-in engineer's engineer.onnx for ${ctx.env} under ${ctx.options.engineer} (an hf: engineer decodes greedily only); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: name, env: ctx.env } });
+    }
+    const k = Math.max(1, ctx.options.editor.k);
+    const eng = loadBuiltinEngineer(path);
+    const [greedy] = await eng.propose(ctx.packet, { temperature: 0 });
+    const drawn = k > 1 ? await eng.propose(ctx.packet, { k: k - 1, ...grpoSampling(ctx.options, ctx.env, name), seed: hashString(`${ctx.seed}|${packetHash(ctx.packet)}|best-of-k`) }) : [];
+    const patches = [greedy ?? null, ...drawn];
+    const metric = envDescriptor(ctx.env).metrics[0] === 'score' ? 'score' : 'success';
+    const { best, results } = await scoreOnOwnBatch(ctx, patches, { metric });
+    const list: CandidateRecord[] = results.map((r, i) => ({ seed: i, attempts: 1, valid: r.valid, delta: r.valid ? r.delta : null, hash: r.patchHash ?? '', ...(r.valid ? {} : { issues: (r.issues ?? []).map((x) => `${x.code} at ${x.path}: ${x.message}`) }) }));
+    const candidates: CandidatesRecord = { k: patches.length, valid: list.filter((c) => c.valid).length, invalid: list.filter((c) => !c.valid).length, retried: 0, repaired: 0, chosen: best, list };
+    if (best === null) return new MethodProposal(null, { invalid: `none of the ${patches.length} patches is valid`, candidates });
+    return new MethodProposal(patches[best], { candidates });
+  },
+};
 
 /** `engineer-sft` and `engineer-grpo`, the built-in engineer's two checkpoints. */
 export function engineerMethods(): Method[] {

@@ -13,7 +13,7 @@ import type { EpisodeRecord } from '../../harness/index.ts';
 import { BASELINES } from '../../policies/targets/baselines.ts';
 import { teacherPropose, type Packet } from '../../policies/engineer/index.ts';
 import { ExpError } from './errors.ts';
-import { BEST_FIXED_PATCH, BEST_FIXED_TRANSFER, ENGINEER_GRPO_TRANSFER, ENGINEER_MISSING, engineerMethods } from './engineer-methods.ts';
+import { BEST_FIXED_PATCH, BEST_FIXED_TRANSFER, ENGINEER_GRPO_BEST_OF_K, ENGINEER_GRPO_TRANSFER, ENGINEER_MISSING, engineerMethods } from './engineer-methods.ts';
 import { scoreOnOwnBatch, type MethodProposal } from './best-of-k.ts';
 import { LLM_EDITOR, type LlmEditorInput } from './llm-editor.ts';
 
@@ -114,6 +114,7 @@ export function builtinMethods(): Method[] {
     BEST_FIXED_PATCH,
     BEST_FIXED_TRANSFER,
     ...engineerMethods(),
+    ENGINEER_GRPO_BEST_OF_K,
     ENGINEER_GRPO_TRANSFER,
   ];
 }

@@ -9,6 +9,8 @@ import { TRAIN_LEARNER_FILE, TRAIN_SPLITS_FILE, resolveTrainConfig, trainEnginee
 import { EpisodeCache, SEED_SPACES, baseRecords, findOverlaps } from '../../drivers/index.ts';
 import { extractPacket } from '../../policies/engineer/index.ts';
 import { getMethod } from '../../experiments/runner/methods.ts';
+import { MethodProposal } from '../../experiments/runner/best-of-k.ts';
+import { checkCandidate } from '../../drivers/reward.ts';
 import { canonicalJson, toPatch } from '../../harness/index.ts';
 
 // the machinery, not the engineer's quality: the smallest model whose window holds a prompt and a patch
@@ -71,6 +73,22 @@ test('train - SFT then GRPO end to end: the loss falls, every sampled patch pars
     await baseRecords(rt.cluster, { env: 'alfworld', target: 'sim/llama-3b', cache, envOptions: {}, episodes });
     t.is(cache.size(), episodes.length);
     cache.close();
+    // best of K on the packet's own batch: the greedy patch and K − 1 draws, each rerun on the
+    // batch, the largest Δ submitted (ties: the earlier); the same packet and seed, the same choice
+    const bok = getMethod('engineer-grpo-best-of-k');
+    const trainRecords = await baseRecords(rt.cluster, { env: 'alfworld', target: 'sim/llama-3b', cache: null, envOptions: {}, episodes });
+    const bctx = (seed: number) => ({ ...ctx(seed), packet: own, trainEpisodes: episodes, trainRecords, options: { engineer: out, editor: { k: 3, select: 'best-of-k' as const } } });
+    const p1 = (await bok.propose(bctx(0))) as MethodProposal;
+    t.true(p1 instanceof MethodProposal);
+    const cands = p1.info.candidates!;
+    t.is(cands.k, 3);
+    t.is(cands.list.length, 3);
+    t.is(cands.list[0]!.hash, (await checkCandidate(await greedy.propose({ ...ctx(0), packet: own }))).hash, 'the first candidate is the greedy patch');
+    const deltas = cands.list.map((c) => (c.valid ? c.delta! : -Infinity));
+    t.is(cands.chosen, deltas.indexOf(Math.max(...deltas)));
+    t.is((await checkCandidate(p1.patch)).hash, cands.list[cands.chosen!]!.hash);
+    const p2 = (await bok.propose(bctx(0))) as MethodProposal;
+    t.deepEqual(p2.info.candidates, cands);
   } finally {
     await rt.shutdown();
     rmSync(out, { recursive: true, force: true });

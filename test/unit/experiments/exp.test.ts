@@ -216,6 +216,22 @@ test.serial('methods - a registered engineer fills its row', async (t) => {
   }
 });
 
+test.serial('methods - a decoding variant of the engineer (best of K) is compared with the control and the greedy engineer, paired', async (t) => {
+  registerMethod({ name: 'engineer-grpo', label: 'engineer, SFT+GRPO', kind: 'engineer', propose: async () => BASELINES.react });
+  registerMethod({ name: 'engineer-grpo-best-of-k', label: 'engineer, best of K', kind: 'engineer', propose: async (ctx) => (ctx.packet.episodes.length > 0 ? BASELINES.selfRefine : null) });
+  try {
+    const r = await runExpMain({ ...SMALL, envs: ['dbbench'], methods: ['vanilla', 'engineer-grpo', 'engineer-grpo-best-of-k'], out: join(root, 'variant') }, { ...quiet, cluster: rt.cluster });
+    const summary = JSON.parse(read(join(root, 'variant'), RUN_FILES.summary)) as { versus: { method: string; control: string; average: { mean: number } | null }[]; averages: { method: string; delta: { mean: number } | null }[] };
+    t.deepEqual(summary.versus.map((v) => `${v.method}:${v.control}`), ['engineer-grpo:vanilla', 'engineer-grpo-best-of-k:engineer-grpo']);
+    const d = (m: string) => summary.averages.find((a) => a.method === m)!.delta!.mean;
+    // paired on the same episodes: the mean difference is the difference of the Δs vs vanilla
+    t.true(Math.abs(summary.versus[1]!.average!.mean - (d('engineer-grpo-best-of-k') - d('engineer-grpo'))) < 1e-9);
+    t.regex(r.report.markdown, /\| engineer, best of K − engineer, SFT\+GRPO \| [+-]\d+\.\d \[/);
+  } finally {
+    resetMethods();
+  }
+});
+
 test.serial('methods - an invalid patch is scored unpatched and counted: the valid-patch rate, hint tokens per decision in the table', async (t) => {
   // a hostile or broken method: every second packet gets a patch the schema refuses
   registerMethod({ name: 'engineer-grpo', label: 'engineer, SFT+GRPO', kind: 'engineer', propose: async (ctx) => (ctx.seed % 2 === 0 ? { rules: [{ hook: 'nowhere', when: {}, effect: {} }] } : BASELINES.react) });

@@ -70,5 +70,5 @@ test.serial('methods - resetMethods puts the built-in engineers back after a rep
     resetMethods();
   }
   t.is(getMethod('engineer-grpo').version, 'builtin-1');
-  t.deepEqual(builtinMethods().map((m) => m.name), ['vanilla', 'react', 'self-refine', 'prompted-editor', 'llm-editor', 'best-fixed-patch', 'best-fixed-transfer', 'engineer-sft', 'engineer-grpo', 'engineer-sft-sampled', 'engineer-grpo-sampled', 'engineer-grpo-transfer']);
+  t.deepEqual(builtinMethods().map((m) => m.name), ['vanilla', 'react', 'self-refine', 'prompted-editor', 'llm-editor', 'best-fixed-patch', 'best-fixed-transfer', 'engineer-sft', 'engineer-grpo', 'engineer-sft-sampled', 'engineer-grpo-sampled', 'engineer-grpo-best-of-k', 'engineer-grpo-transfer']);
 });
