@@ -17,6 +17,7 @@ import { envDescriptor, type EnvOptions } from '../envs/registry.ts';
 import { DEFAULT_EPISODE_CONCURRENCY, TargetActor, wirePatch, type EpisodeRef } from '../actors/target.ts';
 import { SIM_VERSION } from '../policies/targets/sim/sim.ts';
 import { LM_SERVING_VERSION, resolveConfig } from '../policies/targets/lm/zoo.ts';
+import { modelIdentity } from '../policies/targets/lm/vendor.ts';
 import type { ClientStatsCollector } from './client-stats.ts';
 
 export interface RolloutSpec {
@@ -302,14 +303,29 @@ function keysOf(spec: RolloutSpec, patch: ParsedPatch | null): { keys: EpisodeKe
   const hv = harnessVersion(harness);
   const envOptions = Object.fromEntries(Object.entries(spec.envOptions ?? {}).filter(([, v]) => v !== undefined));
   // a SIMULATED target's behaviour is code: its version is part of what decides the episode
-  const target = spec.target.startsWith('sim/') ? `${spec.target}@${SIM_VERSION}` : spec.target.startsWith('lm/') ? `${spec.target}@${lmHash(spec.target.slice(3))}/s${LM_SERVING_VERSION}` : spec.target;
+  const target = spec.target.startsWith('sim/') ? `${spec.target}@${SIM_VERSION}` : spec.target.startsWith('lm/') ? `${spec.target}@${lmHash(spec.target.slice(3))}/s${LM_SERVING_VERSION}${lmCopy(spec.target.slice(3))}` : spec.target;
   const to = givenOptions(spec.targetOptions);
   // the backend's settings decide the episode too; absent when none (so older keys stay valid)
   const keys = spec.episodes.map((e) => ({ env: spec.env, taskId: e.taskId, seed: e.seed, target, patch: ph, harness: hv, envOptions, ...(to ? { targetOptions: to } : {}) }));
   return { keys, hashes: keys.map(episodeKey), patchHash: ph, harness: hv };
 }
 
-// a learned target's weights are decided by its config and training code version
+/**
+ * Which copy of a learned target plays here (`/built:…` or `/vendored:…`, the sha256 of its
+ * model.onnx): a vendored fp16 copy and an fp32 build of one config play other episodes, so they
+ * never share cache entries. '' when this machine has neither (its nodes may): then the config
+ * hash alone keys it, as before.
+ */
+function lmCopy(name: string): string {
+  try {
+    const id = modelIdentity(resolveConfig(name));
+    return id ? `/${id.source}:${id.sha256.slice(0, 16)}` : '';
+  } catch {
+    return '';
+  }
+}
+
+// a learned target's weights are decided by its config and training code version, and by which copy plays (lmCopy)
 function lmHash(name: string): string {
   try {
     return resolveConfig(name).hash;

@@ -392,6 +392,14 @@ export function reportHeader(title: string, meta: RunMeta): string {
     '',
     `**Targets:** ${meta.targets.join(', ')}. ${sim}${real.length && meta.simulated.length ? ` Other targets: ${real.join(', ')}.` : ''}`,
     '',
+    ...(meta.models && Object.keys(meta.models).length
+      ? [
+          `**Learned targets' weights:** ${Object.entries(meta.models)
+            .map(([t, m]) => `${t}: ${m ? `${m.source === 'built' ? 'this machine\'s build' : 'the vendored copy'} (model.onnx sha256 ${m.sha256.slice(0, 12)}…)` : 'no copy on the driver\'s machine (the nodes played their own)'}`)
+            .join('; ')}. A build plays before the vendored copy of the same config and may differ from it (fp32 against fp16).`,
+          '',
+        ]
+      : []),
     `**Splits:** ${splits}.`,
     '',
     ...(meta.disjoint

@@ -8,6 +8,8 @@ import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, 
 import { join } from 'node:path';
 import { EpisodeCache } from '../../drivers/index.ts';
 import { ExpError } from './errors.ts';
+import { modelIdentity } from '../../policies/targets/lm/vendor.ts';
+import { resolveConfig } from '../../policies/targets/lm/zoo.ts';
 
 /** Files of a run folder. */
 export const RUN_FILES = {
@@ -35,6 +37,12 @@ export interface RunMeta {
   /** the target each env ran (exp main with a target per env; absent: every env ran targets[0]) */
   targetByEnv?: Record<string, string>;
   simulated: string[];
+  /**
+   * the copy of each learned (lm/) target that played on the machine that ran the driver: its
+   * build cache or the vendored zoo, and the sha256 of its model.onnx (null: neither is there);
+   * written by writeMeta
+   */
+  models?: Record<string, { source: 'built' | 'vendored'; sha256: string } | null>;
   /** methods named by the config: kind, and whether they could run (a reason when not) */
   methods: {
     name: string;
@@ -134,6 +142,8 @@ export class RunDir {
   }
 
   writeMeta(meta: RunMeta): void {
+    const lm = meta.targets.filter((t) => t.startsWith('lm/'));
+    if (lm.length > 0 && meta.models === undefined) meta = { ...meta, models: Object.fromEntries(lm.map((t) => [t, lmCopyOf(t)])) };
     write(this.path(RUN_FILES.meta), `${JSON.stringify(meta, null, 2)}\n`);
   }
 
@@ -154,5 +164,15 @@ export class RunDir {
   close(): void {
     this.cacheInst?.close();
     this.cacheInst = null;
+  }
+}
+
+/** The copy of a learned target this machine plays (see RunMeta.models). */
+function lmCopyOf(target: string): { source: 'built' | 'vendored'; sha256: string } | null {
+  try {
+    const id = modelIdentity(resolveConfig(target.slice(3)));
+    return id ? { source: id.source, sha256: id.sha256 } : null;
+  } catch {
+    return null;
   }
 }

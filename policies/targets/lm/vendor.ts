@@ -226,6 +226,42 @@ export function locateModel(c: ResolvedConfig, o: LocateOptions = {}): ModelSour
   return { kind: 'vendored', dir: folder, file: join(folder, 'model.onnx'), meta: JSON.parse(readFileSync(join(folder, 'meta.json'), 'utf8')) as LmMeta, entry };
 }
 
+/** Which copy of a model plays on this machine, and its weights' identity. */
+export interface ModelIdentity {
+  source: 'built' | 'vendored';
+  /** sha256 of the model.onnx that plays (the vendored manifest's for a vendored copy) */
+  sha256: string;
+  file: string;
+}
+
+const builtShas = new Map<string, string>();
+
+/**
+ * The copy of `c` this machine plays (its build cache before the vendored zoo, as lmModel) and
+ * the sha256 of its model.onnx, or null when neither is here or usable. The config hash alone does
+ * not decide the weights: a vendored copy is fp16 where a build is fp32, and a rebuild on another
+ * BLAS setup can differ in the last bits, so episode cache keys and run.json carry this. A built
+ * file is hashed once per path, size and mtime.
+ */
+export function modelIdentity(c: ResolvedConfig, o: LocateOptions = {}): ModelIdentity | null {
+  let found: ModelSource | null;
+  try {
+    found = locateModel(c, o);
+  } catch {
+    return null;
+  }
+  if (!found) return null;
+  if (found.kind === 'vendored') return { source: 'vendored', sha256: found.entry!.files['model.onnx'].sha256, file: found.file };
+  const st = statSync(found.file);
+  const key = `${found.file}|${st.size}|${st.mtimeMs}`;
+  let sha = builtShas.get(key);
+  if (!sha) {
+    sha = sha256File(found.file);
+    builtShas.set(key, sha);
+  }
+  return { source: 'built', sha256: sha, file: found.file };
+}
+
 /**
  * The meta.json a model plays with (build cache, else a usable vendored copy), or null: readMeta
  * for everything that plays a model. Never throws for a stale or damaged vendored copy (null; the
