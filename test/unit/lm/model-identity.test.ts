@@ -34,7 +34,7 @@ test.serial('a build plays before the vendored copy, and the cache keys and run.
     mkdirSync(dir, { recursive: true });
     copyFileSync(join(vendoredModelDir(c.id, vendoredDir()!), 'meta.json'), join(dir, 'meta.json'));
     const bytes = readFileSync(join(vendoredModelDir(c.id, vendoredDir()!), 'model.onnx'));
-    bytes[bytes.length - 1] ^= 1;
+    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 1;
     writeFileSync(join(dir, 'model.onnx'), bytes);
     const built = modelIdentity(c);
     t.is(built?.source, 'built');
