@@ -12,6 +12,8 @@ import { DECODE_PATH_VERSION } from '../../learner/sampling.ts';
 import { PATCH_LANG_VERSION } from '../../policies/engineer/patch-lang.ts';
 import { hashedConfig, resolveTrainConfig, trainEngineer } from '../train.ts';
 import { canonicalJson } from '../../harness/index.ts';
+import { modelIdentity } from '../../policies/targets/lm/vendor.ts';
+import { resolveConfig } from '../../policies/targets/lm/zoo.ts';
 
 /** Bumped when the episodes an engineer trains on change (1: GRPO seeds apart, splits.json recorded). */
 export const SPLITS_VERSION = 1;
@@ -21,7 +23,8 @@ export const ENGINEER_TRAIN_CONFIG = 'experiments/configs/train.default.yaml';
 
 /**
  * The folder the engineers of (target, seed, train config) are cached in (a target per env: the
- * whole map keys it; a config other than the default: its resolved values do, not its text).
+ * whole map keys it; a config other than the default: its resolved values do, not its text; a
+ * learned target: also which copy of it this machine plays, its build or the vendored one).
  */
 export function engineersDir(target: string | Readonly<Record<string, string>>, seed: number, config: string = ENGINEER_TRAIN_CONFIG, trainSplits: Readonly<Record<string, string>> = {}): string {
   const t = typeof target === 'string' ? target : JSON.stringify(Object.entries(target).sort(([a], [b]) => (a < b ? -1 : 1)));
@@ -29,7 +32,24 @@ export function engineersDir(target: string | Readonly<Record<string, string>>, 
   const c = config === ENGINEER_TRAIN_CONFIG ? '' : `|c${createHash('sha256').update(canonicalJson(hashedConfig(resolveTrainConfig(config, {})))).digest('hex').slice(0, 12)}`;
   // an env trained on another split than its own train split (an experiment's splits.<env>.train) keys the folder too
   const sp = Object.keys(trainSplits).length ? `|t${JSON.stringify(Object.entries(trainSplits).sort(([a], [b]) => (a < b ? -1 : 1)))}` : '';
-  return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}${c}${sp}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}`).digest('hex').slice(0, 10));
+  // the copy of each learned target that trains them (a build and the vendored fp16 copy of one config play other episodes)
+  const copies = lmCopies(typeof target === 'string' ? [target] : Object.values(target));
+  return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}${c}${sp}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}${copies}`).digest('hex').slice(0, 10));
+}
+
+/** `|m…` with the model.onnx sha256 of every lm/ target among `specs` (`+` joins several) that this machine has; '' when none. */
+function lmCopies(specs: readonly string[]): string {
+  const out: string[] = [];
+  for (const name of [...new Set(specs.flatMap((x) => x.split('+')).filter((x) => x.startsWith('lm/')))].sort()) {
+    let id: ReturnType<typeof modelIdentity> = null;
+    try {
+      id = modelIdentity(resolveConfig(name.slice(3)));
+    } catch {
+      id = null;
+    }
+    if (id) out.push(`${name}=${id.source}:${id.sha256.slice(0, 16)}`);
+  }
+  return out.length ? `|m${out.join(',')}` : '';
 }
 
 /**

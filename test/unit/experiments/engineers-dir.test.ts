@@ -1,8 +1,10 @@
 import test from 'ava';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { engineersDir } from '../../../experiments/exp/engineers.ts';
+import { vendoredDir, vendoredModelDir } from '../../../policies/targets/lm/vendor.ts';
+import { modelDir, resolveConfig } from '../../../policies/targets/lm/zoo.ts';
 
 test('engineersDir - keyed by what the train config says, not its text: a comment keeps the folder, a value changes it', (t) => {
   const d = mkdtempSync(join(tmpdir(), 'hr1-engdir-'));
@@ -22,4 +24,27 @@ test('engineersDir - keyed by what the train config says, not its text: a commen
   const bad = join(d, 'bad.yaml');
   writeFileSync(bad, 'grpo: { k: 1 }\n');
   t.throws(() => engineersDir(targets, 0, bad), { message: /config\.grpo\.k/ });
+});
+
+test.serial('engineersDir - a learned target keys the folder by the copy that plays: a build of the same config trains other engineers than the vendored copy', (t) => {
+  const zoo = mkdtempSync(join(tmpdir(), 'hr1-engdir-zoo-'));
+  const before = process.env['HR1_ZOO_DIR'];
+  process.env['HR1_ZOO_DIR'] = zoo;
+  try {
+    const name = 'alf-xs-192-a@tiny';
+    const targets = { alfworld: `lm/${name}` };
+    const vendored = engineersDir(targets, 0);
+    const joined = engineersDir(`lm/${name}+sim/qwen-3b`, 0);
+    t.is(engineersDir(targets, 0), vendored);
+    const c = resolveConfig(name);
+    const dir = modelDir(c, zoo);
+    mkdirSync(dir, { recursive: true });
+    copyFileSync(join(vendoredModelDir(c.id, vendoredDir()!), 'meta.json'), join(dir, 'meta.json'));
+    writeFileSync(join(dir, 'model.onnx'), 'another build');
+    t.not(engineersDir(targets, 0), vendored);
+    t.not(engineersDir(`lm/${name}+sim/qwen-3b`, 0), joined, 'a target of several (+) too');
+  } finally {
+    if (before === undefined) delete process.env['HR1_ZOO_DIR'];
+    else process.env['HR1_ZOO_DIR'] = before;
+  }
 });
