@@ -17,7 +17,7 @@ import { LM_SERVING_VERSION, resolveConfig } from '../../../policies/targets/lm/
 
 const A = 'alf-s-256-ecrt-xl';
 const B = 'alf-s-256-ecrt-xl-da3';
-const TASKS = 10;
+const TASKS = 6;
 const root = mkdtempSync(join(tmpdir(), 'hr1-compare-test-'));
 test.after.always(() => rmSync(root, { recursive: true, force: true }));
 
