@@ -17,7 +17,7 @@ import { envDescriptor, type EnvOptions } from '../envs/registry.ts';
 import { DEFAULT_EPISODE_CONCURRENCY, TargetActor, wirePatch, type EpisodeRef } from '../actors/target.ts';
 import { SIM_VERSION } from '../policies/targets/sim/sim.ts';
 import { LM_SERVING_VERSION, resolveConfig } from '../policies/targets/lm/zoo.ts';
-import { modelIdentity } from '../policies/targets/lm/vendor.ts';
+import { copyTag, targetCopy } from '../policies/targets/lm/vendor.ts';
 import type { ClientStatsCollector } from './client-stats.ts';
 
 export interface RolloutSpec {
@@ -317,12 +317,8 @@ function keysOf(spec: RolloutSpec, patch: ParsedPatch | null): { keys: EpisodeKe
  * hash alone keys it, as before.
  */
 function lmCopy(name: string): string {
-  try {
-    const id = modelIdentity(resolveConfig(name));
-    return id ? `/${id.source}:${id.sha256.slice(0, 16)}` : '';
-  } catch {
-    return '';
-  }
+  const id = targetCopy(name);
+  return id ? `/${copyTag(id)}` : '';
 }
 
 // a learned target's weights are decided by its config and training code version, and by which copy plays (lmCopy)

@@ -12,8 +12,7 @@ import { DECODE_PATH_VERSION } from '../../learner/sampling.ts';
 import { PATCH_LANG_VERSION } from '../../policies/engineer/patch-lang.ts';
 import { hashedConfig, resolveTrainConfig, trainEngineer } from '../train.ts';
 import { canonicalJson } from '../../harness/index.ts';
-import { modelIdentity } from '../../policies/targets/lm/vendor.ts';
-import { resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { copyTag, targetCopy } from '../../policies/targets/lm/vendor.ts';
 
 /** Bumped when the episodes an engineer trains on change (1: GRPO seeds apart, splits.json recorded). */
 export const SPLITS_VERSION = 1;
@@ -37,17 +36,12 @@ export function engineersDir(target: string | Readonly<Record<string, string>>, 
   return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}${c}${sp}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}${copies}`).digest('hex').slice(0, 10));
 }
 
-/** `|m…` with the model.onnx sha256 of every lm/ target among `specs` (`+` joins several) that this machine has; '' when none. */
+/** `|m…` with the copy (build or vendored, model.onnx sha256) of every lm/ target among `specs` (`+` joins several) that this machine has; '' when none. */
 function lmCopies(specs: readonly string[]): string {
   const out: string[] = [];
   for (const name of [...new Set(specs.flatMap((x) => x.split('+')).filter((x) => x.startsWith('lm/')))].sort()) {
-    let id: ReturnType<typeof modelIdentity> = null;
-    try {
-      id = modelIdentity(resolveConfig(name.slice(3)));
-    } catch {
-      id = null;
-    }
-    if (id) out.push(`${name}=${id.source}:${id.sha256.slice(0, 16)}`);
+    const id = targetCopy(name);
+    if (id) out.push(`${name}=${copyTag(id)}`);
   }
   return out.length ? `|m${out.join(',')}` : '';
 }

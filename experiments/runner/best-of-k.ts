@@ -4,11 +4,11 @@
  * records, so never a test episode) and the one with the largest Δ is kept (ties: the earlier
  * one). Also {@link MethodProposal}: what a method returns when its row should record more than a patch.
  */
-import { rewardOf, type RewardResult } from '../../drivers/index.ts';
+import { rewardOf, type RewardOptions, type RewardResult } from '../../drivers/index.ts';
 import type { MethodContext } from './methods.ts';
 
 /** Δ of each candidate on the packet's own batch (success, or `metric`), and the index of the best valid one (null: none is valid). */
-export async function scoreOnOwnBatch(ctx: MethodContext, patches: readonly unknown[], o: { metric?: 'success' | 'score' } = {}): Promise<{ best: number | null; results: RewardResult[] }> {
+export async function scoreOnOwnBatch(ctx: MethodContext, patches: readonly unknown[], o: { metric?: RewardOptions['metric'] } = {}): Promise<{ best: number | null; results: RewardResult[] }> {
   const results: RewardResult[] = [];
   let best: number | null = null;
   let bestDelta = -Infinity;

@@ -73,15 +73,25 @@ function engineerMethod(name: string, label: string, file: string, sampled = fal
   };
 }
 
-/** The patch the engineer checkpoint `file` writes for `packet` (greedy, or one seeded sampled draw). */
-async function engineerPropose(ctx: MethodContext, packet: Packet, name: string, file: string, sampled: boolean): Promise<unknown | null> {
+/**
+ * The engineer checkpoint `file` of the run that serves `ctx.env`, and its hf: run file when it is
+ * one; a typed error naming the expected paths when there is none, and for an hf: engineer when the
+ * method samples (`greedy` names the method to use instead).
+ */
+function engineerCheckpoint(ctx: MethodContext, name: string, file: string, sampled: { greedy: string } | null): { path: string; hf: ReturnType<typeof hfRunFile> } {
   const path = modelPath(ctx.options, ctx.env, file);
   if (!path) {
     throw new ExpError('EXP_METHOD_FAILED', `${name}: no ${file} for ${ctx.env} under ${ctx.options.engineer} (expected ${join(ctx.options.engineer ?? '?', ctx.env, file)} or ${join(ctx.options.engineer ?? '?', file)}); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: name, env: ctx.env } });
   }
   // an hf: engineer's run (engineer.safetensors beside config.json): its greedy patch through the torch sampler
   const hf = hfRunFile(dirname(path), file);
-  if (hf && sampled) throw new ExpError('EXP_METHOD_FAILED', `${name}: the hf: engineer under ${ctx.options.engineer} decodes greedily only; use ${name.replace(/-sampled$/, '')}`, { path: 'engineer', data: { method: name, env: ctx.env } });
+  if (hf && sampled) throw new ExpError('EXP_METHOD_FAILED', `${name}: the hf: engineer under ${ctx.options.engineer} decodes greedily only; use ${sampled.greedy}`, { path: 'engineer', data: { method: name, env: ctx.env } });
+  return { path, hf };
+}
+
+/** The patch the engineer checkpoint `file` writes for `packet` (greedy, or one seeded sampled draw). */
+async function engineerPropose(ctx: MethodContext, packet: Packet, name: string, file: string, sampled: boolean): Promise<unknown | null> {
+  const { path, hf } = engineerCheckpoint(ctx, name, file, sampled ? { greedy: name.replace(/-sampled$/, '') } : null);
   if (hf) return proposeFromHfRun(dirname(path), hf, packet);
   // sampled: one draw as the run's GRPO drew, seeded by (seed, packet); greedy: the most likely token at each step
   const decode = sampled ? { k: 1, ...grpoSampling(ctx.options, ctx.env, name), seed: hashString(`${ctx.seed}|${packetHash(packet)}`) } : { temperature: 0 };
@@ -106,17 +116,13 @@ export const ENGINEER_GRPO_BEST_OF_K: Method = {
   available: (o) => trainedEngineer(o, ENGINEER_MISSING),
   async propose(ctx) {
     const name = ENGINEER_GRPO_BEST_OF_K.name;
-    const path = modelPath(ctx.options, ctx.env, 'engineer.onnx');
-    if (!path || hfRunFile(dirname(path), 'engineer.onnx')) {
-      throw new ExpError('EXP_METHOD_FAILED', `${name}: needs a built-in engineer's engineer.onnx for ${ctx.env} under ${ctx.options.engineer} (an hf: engineer decodes greedily only); pass --engineer with a hr1 train run folder`, { path: 'engineer', data: { method: name, env: ctx.env } });
-    }
+    const { path } = engineerCheckpoint(ctx, name, 'engineer.onnx', { greedy: 'engineer-grpo' });
     const k = Math.max(1, ctx.options.editor.k);
     const eng = loadBuiltinEngineer(path);
     const [greedy] = await eng.propose(ctx.packet, { temperature: 0 });
     const drawn = k > 1 ? await eng.propose(ctx.packet, { k: k - 1, ...grpoSampling(ctx.options, ctx.env, name), seed: hashString(`${ctx.seed}|${packetHash(ctx.packet)}|best-of-k`) }) : [];
     const patches = [greedy ?? null, ...drawn];
-    const metric = envDescriptor(ctx.env).metrics[0] === 'score' ? 'score' : 'success';
-    const { best, results } = await scoreOnOwnBatch(ctx, patches, { metric });
+    const { best, results } = await scoreOnOwnBatch(ctx, patches, { metric: envDescriptor(ctx.env).metrics[0] });
     const list: CandidateRecord[] = results.map((r, i) => ({ seed: i, attempts: 1, valid: r.valid, delta: r.valid ? r.delta : null, hash: r.patchHash ?? '', ...(r.valid ? {} : { issues: (r.issues ?? []).map((x) => `${x.code} at ${x.path}: ${x.message}`) }) }));
     const candidates: CandidatesRecord = { k: patches.length, valid: list.filter((c) => c.valid).length, invalid: list.filter((c) => !c.valid).length, retried: 0, repaired: 0, chosen: best, list };
     if (best === null) return new MethodProposal(null, { invalid: `none of the ${patches.length} patches is valid`, candidates });

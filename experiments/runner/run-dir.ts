@@ -8,8 +8,7 @@ import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, 
 import { join } from 'node:path';
 import { EpisodeCache } from '../../drivers/index.ts';
 import { ExpError } from './errors.ts';
-import { modelIdentity } from '../../policies/targets/lm/vendor.ts';
-import { resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { targetCopy } from '../../policies/targets/lm/vendor.ts';
 
 /** Files of a run folder. */
 export const RUN_FILES = {
@@ -143,7 +142,13 @@ export class RunDir {
 
   writeMeta(meta: RunMeta): void {
     const lm = meta.targets.filter((t) => t.startsWith('lm/'));
-    if (lm.length > 0 && meta.models === undefined) meta = { ...meta, models: Object.fromEntries(lm.map((t) => [t, lmCopyOf(t)])) };
+    if (lm.length > 0 && meta.models === undefined) {
+      const copy = (t: string) => {
+        const id = targetCopy(t);
+        return id ? { source: id.source, sha256: id.sha256 } : null;
+      };
+      meta = { ...meta, models: Object.fromEntries(lm.map((t) => [t, copy(t)])) };
+    }
     write(this.path(RUN_FILES.meta), `${JSON.stringify(meta, null, 2)}\n`);
   }
 
@@ -164,15 +169,5 @@ export class RunDir {
   close(): void {
     this.cacheInst?.close();
     this.cacheInst = null;
-  }
-}
-
-/** The copy of a learned target this machine plays (see RunMeta.models). */
-function lmCopyOf(target: string): { source: 'built' | 'vendored'; sha256: string } | null {
-  try {
-    const id = modelIdentity(resolveConfig(target.slice(3)));
-    return id ? { source: id.source, sha256: id.sha256 } : null;
-  } catch {
-    return null;
   }
 }

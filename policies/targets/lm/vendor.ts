@@ -23,7 +23,7 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LmEnv } from './bc.ts';
 import { LmTargetError } from './errors.ts';
-import { modelDir, readMeta, zooDir, type LmMeta, type ResolvedConfig } from './zoo.ts';
+import { modelDir, readMeta, resolveConfig, zooDir, type LmMeta, type ResolvedConfig } from './zoo.ts';
 
 /** MANIFEST.json format */
 export const VENDORED_FORMAT = 'hr1-vendored/1';
@@ -212,9 +212,15 @@ export interface LocateOptions {
  * that is not the manifest's.
  */
 export function locateModel(c: ResolvedConfig, o: LocateOptions = {}): ModelSource | null {
+  const found = findCopy(c, o);
+  if (!found) return null;
+  return { ...found, meta: JSON.parse(readFileSync(join(found.dir, 'meta.json'), 'utf8')) as LmMeta };
+}
+
+/** {@link locateModel} without reading meta.json: which copy plays, its folder and file. */
+function findCopy(c: ResolvedConfig, o: LocateOptions): Omit<ModelSource, 'meta'> | null {
   const built = modelDir(c, o.dir);
-  const meta = readMeta(c, o.dir);
-  if (meta && existsSync(join(built, 'model.onnx'))) return { kind: 'built', dir: built, file: join(built, 'model.onnx'), meta };
+  if (existsSync(join(built, 'meta.json')) && existsSync(join(built, 'model.onnx'))) return { kind: 'built', dir: built, file: join(built, 'model.onnx') };
   const vdir = vendoredDir(o.vendored);
   if (!vdir) return null;
   const entry = readManifest(vdir).models[c.id];
@@ -223,7 +229,7 @@ export function locateModel(c: ResolvedConfig, o: LocateOptions = {}): ModelSour
   const bad = checkVendoredFiles(entry, vdir);
   if (bad) throw badHashError(entry, vdir, bad);
   const folder = vendoredModelDir(c.id, vdir);
-  return { kind: 'vendored', dir: folder, file: join(folder, 'model.onnx'), meta: JSON.parse(readFileSync(join(folder, 'meta.json'), 'utf8')) as LmMeta, entry };
+  return { kind: 'vendored', dir: folder, file: join(folder, 'model.onnx'), entry };
 }
 
 /** Which copy of a model plays on this machine, and its weights' identity. */
@@ -240,13 +246,14 @@ const builtShas = new Map<string, string>();
  * The copy of `c` this machine plays (its build cache before the vendored zoo, as lmModel) and
  * the sha256 of its model.onnx, or null when neither is here or usable. The config hash alone does
  * not decide the weights: a vendored copy is fp16 where a build is fp32, and a rebuild on another
- * BLAS setup can differ in the last bits, so episode cache keys and run.json carry this. A built
- * file is hashed once per path, size and mtime.
+ * BLAS setup can differ in the last bits, so episode cache keys, engineer folders and run.json
+ * carry this. Called for every rollout's keys, so it reads no meta.json, and a built file is
+ * hashed once per path, size and mtime (a vendored one's sha256 is the manifest's).
  */
 export function modelIdentity(c: ResolvedConfig, o: LocateOptions = {}): ModelIdentity | null {
-  let found: ModelSource | null;
+  let found: Omit<ModelSource, 'meta'> | null;
   try {
-    found = locateModel(c, o);
+    found = findCopy(c, o);
   } catch {
     return null;
   }
@@ -260,6 +267,23 @@ export function modelIdentity(c: ResolvedConfig, o: LocateOptions = {}): ModelId
     builtShas.set(key, sha);
   }
   return { source: 'built', sha256: sha, file: found.file };
+}
+
+/**
+ * {@link modelIdentity} of a target name (`lm/` optional, `@tiny` allowed): null for a name the
+ * zoo does not know, as for a model this machine does not have.
+ */
+export function targetCopy(name: string): ModelIdentity | null {
+  try {
+    return modelIdentity(resolveConfig(name.replace(/^lm\//, '')));
+  } catch {
+    return null;
+  }
+}
+
+/** `built:<sha256, 16>` or `vendored:<sha256, 16>`: a copy as the cache keys and engineer folders name it. */
+export function copyTag(id: ModelIdentity): string {
+  return `${id.source}:${id.sha256.slice(0, 16)}`;
 }
 
 /**
