@@ -6,7 +6,7 @@
  */
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -60,7 +60,10 @@ test('a cached figure without per-task outcomes is measured again, not trusted',
   const cmp = await compareVanilla(A, A, { tasks: TASKS, seeds: 1, dir });
   t.not(cmp.success.a, 0.99);
   t.is(cmp.vanillaA.perTask!.success.length, TASKS);
-  t.true(readdirSync(fd).length >= 1);
+  // and the figure is stored again with its per-task outcomes, so the next comparison reads it
+  const stored = JSON.parse(readFileSync(file, 'utf8')) as { success: number; perTask?: { success: number[] } };
+  t.is(stored.success, cmp.success.a);
+  t.is(stored.perTask?.success.length, TASKS);
 });
 
 const exec = promisify(execFile);
