@@ -35,8 +35,8 @@ export async function makeModel(spec: string, options: Record<string, unknown> =
     }, `openai:${client.baseUrl}#${t.model}`);
   }
   if (t.kind === 'lm') {
-    const { lmModel } = await import('./lm/index.ts');
-    return lmModel(t.name, { ...(o.temperature !== undefined ? { temperature: o.temperature } : {}), ...(o.topP !== undefined ? { topP: o.topP } : {}) });
+    const { lmTarget } = await import('./lm/index.ts');
+    return lmTarget(t.name, { ...(o.temperature !== undefined ? { temperature: o.temperature } : {}), ...(o.topP !== undefined ? { topP: o.topP } : {}) });
   }
   throw new Hr1Error<TargetErrorCode>('TARGET_NOT_AVAILABLE', `target "${spec}" is not available`, { data: { spec } });
 }

@@ -34,7 +34,7 @@ export {
   type BuildResult,
 } from './zoo.ts';
 export { parseZooConfig, loadZooConfig, ZOO_CONFIG_ENV } from './user-zoo.ts';
-export { lmModel, decisionRng, decisionSeed, lmBatchOptions, DEFAULT_LM_PREFIX_CACHE, type LmModel, type LmModelOptions } from './model.ts';
+export { lmModel, lmTarget, decisionRng, decisionSeed, lmBatchOptions, DEFAULT_LM_PREFIX_CACHE, type LmModel, type LmTarget, type LmModelOptions } from './model.ts';
 export { zooTable, zooTableRows, zooTableMarkdown, zooTableJson, measureVanilla, noopStep, spliceZooTable, mergeZooTable, ZOO_TABLE_BEGIN, ZOO_TABLE_END, DEFAULT_TABLE_SEEDS, type ZooTableOptions, type ZooTableRow, type VanillaResult } from './table.ts';
 export { locateModel, modelIdentity, type ModelIdentity, playableMeta, readManifest, vendoredDir, vendoredState, DEFAULT_VENDORED_DIR, VENDORED_ENV, MAX_SUCCESS_DRIFT, type ModelSource, type VendoredEntry, type VendoredManifest } from './vendor.ts';
 export { vendorModels, verifyVendored, exportCompact, type VendorOptions, type VerifyOptions, type VerifyLine } from './vendor-build.ts';

@@ -108,6 +108,7 @@ export interface LmModel extends Model {
  */
 export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmModel> {
   const c: ResolvedConfig = resolveConfig(name, o.zoo);
+  if (c.kind === 'sketch') throw new LmTargetError('LM_BAD_OPTION', `lm/${name} is a sketch parser (dbbench/sketch.ts), not a decoder: it has no tokenizer, window or decode batcher; play it with lmTarget('${name}') (what \`--target lm/${name}\` does)`, { data: { name } });
   // the build cache, else the vendored copy (vendor.ts; LM_STALE / LM_BAD_HASH for an unusable one)
   const found = locateModel(c, o);
   if (!found) throw new LmNotBuiltError(name, modelDir(c, o.dir));
@@ -164,4 +165,29 @@ export async function lmModel(name: string, o: LmModelOptions = {}): Promise<LmM
       await graph.release();
     },
   };
+}
+
+/** A zoo target of either kind (a decoder, or a DBBench sketch parser) behind the harness's Model interface. */
+export interface LmTarget extends Model {
+  readonly meta: LmMeta;
+  /** the model file */
+  readonly file: string;
+  release(): Promise<void>;
+}
+
+/**
+ * Load `lm/<name>` whatever its kind: a decoder ({@link lmModel}), or a sketch parser
+ * (`kind: 'sketch'`, dbbench/sketch-model.ts) from the build cache or the vendored zoo, with
+ * the same errors. What plays a zoo target everywhere a target goes (`--target lm/NAME`, the zoo
+ * table, vendoring).
+ */
+export async function lmTarget(name: string, o: LmModelOptions = {}): Promise<LmTarget> {
+  const c: ResolvedConfig = resolveConfig(name, o.zoo);
+  if (c.kind !== 'sketch') return lmModel(name, o);
+  const found = locateModel(c, o);
+  if (!found) throw new LmNotBuiltError(name, modelDir(c, o.dir));
+  const { loadSketch, sketchPolicy } = await import('./dbbench/sketch-model.ts');
+  const runner = await loadSketch(found.file, `lm/${name}'s model (${found.file})`);
+  const policy = sketchPolicy(`lm/${name}`, runner, { temperature: o.temperature ?? found.meta.config.temperature });
+  return { ...policy, meta: found.meta, file: found.file, release: () => runner.release() };
 }

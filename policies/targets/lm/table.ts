@@ -5,7 +5,7 @@
  */
 import { runEpisode, type EpisodeRecord, type Model } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds, type LmEnv } from './bc.ts';
-import { lmModel } from './model.ts';
+import { lmTarget } from './model.ts';
 import { LM_SERVING_VERSION, knownZoo, resolveConfig, type ZooConfig } from './zoo.ts';
 import { figuresDir, playableMeta } from './vendor.ts';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -112,7 +112,7 @@ export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: numb
 }
 
 async function measureFresh(name: string, env: LmEnv, o: { tasks: number; seeds: number; dir?: string; zoo?: readonly ZooConfig[]; onEpisode?: () => void }): Promise<VanillaResult> {
-  const m = await lmModel(name, { ...(o.dir ? { dir: o.dir } : {}), ...(o.zoo ? { zoo: o.zoo } : {}) });
+  const m = await lmTarget(name, { ...(o.dir ? { dir: o.dir } : {}), ...(o.zoo ? { zoo: o.zoo } : {}) });
   const tasks = taskIds(env, EVAL_SPLIT[env]).slice(0, o.tasks);
   try {
     const recs = await vanillaEpisodes(m, env, o.tasks, o.seeds, o.onEpisode);
@@ -178,7 +178,7 @@ export interface ZooTableRow {
 /** What the teacher column says: who the model cloned, and what its data left out. */
 function teacherLabel(c: ReturnType<typeof resolveConfig>, env: LmEnv): string {
   const who = c.teacher === 'oracle' ? (env === 'alfworld' ? 'oracle' : 'expert (knows the target)') : env === 'alfworld' ? 'explorer' : env === 'webshop' ? 'shopper' : 'generator';
-  const data = [c.synthGoals ? `+${c.synthGoals} synthetic goals` : '', c.rename ? `renamed ${Math.round(c.rename * 100)} %` : '', c.phrasing === 'wide' ? 'wide phrasings' : '', c.insertColumns === 'mention' ? 'INSERT columns named' : '', c.searchOrder === 'down' ? 'search down' : '', c.renumber ? `renumbered ${Math.round(c.renumber * 100)} %` : '', c.elide ? `masking ${c.elide}` : '', c.compactRoom ? 'compact room' : '', c.rope ? 'RoPE' : '', c.tokenShift ? 'token shift' : '', c.query === 'span' ? 'span queries' : '', c.dagger ? `+${c.dagger} DAgger episodes` : ''].filter(Boolean);
+  const data = [c.kind === 'sketch' ? 'sketch parser' : '', c.synthGoals ? `+${c.synthGoals} synthetic goals` : '', c.rename ? `renamed ${Math.round(c.rename * 100)} %` : '', c.phrasing === 'wide' ? 'wide phrasings' : '', c.insertColumns === 'mention' ? 'INSERT columns named' : '', c.searchOrder === 'down' ? 'search down' : '', c.renumber ? `renumbered ${Math.round(c.renumber * 100)} %` : '', c.elide ? `masking ${c.elide}` : '', c.compactRoom ? 'compact room' : '', c.rope ? 'RoPE' : '', c.tokenShift ? 'token shift' : '', c.query === 'span' ? 'span queries' : '', c.dagger ? `+${c.dagger} DAgger episodes` : ''].filter(Boolean);
   return `${who}${c.hintRate === 0 ? ', no hints' : ''}${c.noise === 0 ? ', no noise' : ''}${c.slots === 'values' ? ', name and value slots' : c.slots ? ', slots' : ''}${data.map((d) => `, ${d}`).join('')}`;
 }
 
@@ -266,7 +266,7 @@ export function zooTableMarkdown(rows: readonly ZooTableRow[]): string {
   const lines = [
     ZOO_TABLE_BEGIN,
     '',
-    `Measured vanilla success (no patch, base harness) on each env's evaluation split, tasks × seeds: ${sizes || 'none measured'} (ALFWorld valid_seen, ReAct protocol, 49 steps; WebShop test goals, 15 steps; DBBench v0.2 dev). Success with its 95 % bootstrap interval over tasks. score = mean final reward (WebShop's partial attribute/option/price score; ALFWorld's and DBBench's equal success). noop = share of steps that did nothing ("Nothing happens." in ALFWorld; a page left as it was in WebShop; an SQL error in DBBench); invalid = share of replies that did not parse as an action. Teacher: explorer (searches the room), shopper (ranks search results by the instruction), generator (synthetic DBBench tasks over training tables); oracle / expert know what is hidden.`,
+    `Measured vanilla success (no patch, base harness) on each env's evaluation split, tasks × seeds: ${sizes || 'none measured'} (ALFWorld valid_seen, ReAct protocol, 49 steps; WebShop test goals, 15 steps; DBBench v0.2 dev). Success with its 95 % bootstrap interval over tasks. score = mean final reward (WebShop's partial attribute/option/price score; ALFWorld's and DBBench's equal success). noop = share of steps that did nothing ("Nothing happens." in ALFWorld; a page left as it was in WebShop; an SQL error in DBBench); invalid = share of replies that did not parse as an action. Teacher: explorer (searches the room), shopper (ranks search results by the instruction), generator (synthetic DBBench tasks over training tables; a sketch parser learns the SQL's sketch from them instead of cloning the teacher's episodes); oracle / expert know what is hidden.`,
     '',
     '| target | env | d_model × layers | ctx | episodes | steps | seed | teacher | params | loss first → last | build s | success [95 % CI] | score | noop | invalid | mean steps |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',

@@ -57,6 +57,7 @@ const shape = {
     renumber: z.number().min(0).max(1).optional(),
     dagger: int(1, 1_000_000).optional(),
     base: z.string().optional(),
+    kind: z.literal('sketch').optional(),
     note: z.string().optional(),
 };
 
@@ -71,6 +72,8 @@ const Entry = z
     if (e.compactRoom && !e.envs.includes('alfworld')) ctx.addIssue({ code: 'custom', path: ['compactRoom'], message: 'the compact room listing is for ALFWorld; add alfworld to envs or drop compactRoom' });
     if (e.query !== undefined && !e.envs.includes('webshop')) ctx.addIssue({ code: 'custom', path: ['query'], message: "the shopper's query style is for WebShop; add webshop to envs or drop query" });
     if (e.phrasing !== undefined && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['phrasing'], message: "the synthetic tasks' phrasing is for DBBench; add dbbench to envs or drop phrasing" });
+    if (e.kind === 'sketch' && (e.envs.length !== 1 || e.envs[0] !== 'dbbench')) ctx.addIssue({ code: 'custom', path: ['kind'], message: "a sketch parser plays DBBench only; set envs to [dbbench] or drop kind" });
+    if (e.kind === 'sketch' && e.base !== undefined) ctx.addIssue({ code: 'custom', path: ['base'], message: 'a sketch parser is trained from scratch; drop base (fine-tuned variants are for decoders)' });
     if (e.insertColumns !== undefined && !e.envs.includes('dbbench')) ctx.addIssue({ code: 'custom', path: ['insertColumns'], message: "how synthetic INSERTs name their columns is for DBBench; add dbbench to envs or drop insertColumns" });
     if (e.searchOrder !== undefined && !e.envs.includes('alfworld')) ctx.addIssue({ code: 'custom', path: ['searchOrder'], message: "the explorer's search order is for ALFWorld; add alfworld to envs or drop searchOrder" });
     if (e.dagger !== undefined && e.base === undefined) ctx.addIssue({ code: 'custom', path: ['dagger'], message: 'DAgger episodes are played by a base model; add a base (a built entry to train further) or drop dagger' });

@@ -13,7 +13,7 @@ import { LearnerProcess } from '../../../learner/process.ts';
 import { EVAL_SPLIT, taskIds, type LmEnv } from './bc.ts';
 import { DEFAULT_TABLE_SEEDS, vanillaEpisodes } from './table.ts';
 import { LmTargetError } from './errors.ts';
-import { lmModel, type LmModel } from './model.ts';
+import { lmTarget } from './model.ts';
 import {
   checkVendoredFiles,
   DEFAULT_VENDORED_DIR,
@@ -121,7 +121,9 @@ export async function vendorModels(o: VendorOptions = {}): Promise<VendoredEntry
       const built = modelDir(c, o.dir);
       const folder = vendoredModelDir(c.id, stage);
       mkdirSync(folder, { recursive: true });
-      await exportCompact(join(built, 'model.pt'), join(folder, 'model.onnx'), { learner: lp });
+      // a sketch parser's build wrote its fp16 copy itself (learner/sketch.py); a decoder's is exported again from its checkpoint
+      if (c.kind === 'sketch') copyFileSync(join(built, 'model.fp16.onnx'), join(folder, 'model.onnx'));
+      else await exportCompact(join(built, 'model.pt'), join(folder, 'model.onnx'), { learner: lp });
       copyFileSync(join(built, 'meta.json'), join(folder, 'meta.json'));
       const blasThreads = readMeta(c, o.dir)?.blasThreads;
       const entry: VendoredEntry = {
@@ -137,8 +139,8 @@ export async function vendorModels(o: VendorOptions = {}): Promise<VendoredEntry
       };
       // the staged copy plays through the vendored lookup itself (a folder with no build)
       writeManifest(stage, { format: VENDORED_FORMAT, note: MANIFEST_NOTE, models: { [c.id]: entry } });
-      const fp32 = await lmModel(c.id, { ...(o.dir ? { dir: o.dir } : {}), vendored: false, zoo });
-      const fp16 = await lmModel(c.id, { dir: join(stage, 'no-build'), vendored: stage, zoo });
+      const fp32 = await lmTarget(c.id, { ...(o.dir ? { dir: o.dir } : {}), vendored: false, zoo });
+      const fp16 = await lmTarget(c.id, { dir: join(stage, 'no-build'), vendored: stage, zoo });
       try {
         for (const env of c.envs) {
           const tasks = tasksOf(env);
@@ -296,7 +298,8 @@ export async function verifyVendored(o: VerifyOptions = {}): Promise<VerifyLine[
             continue;
           }
           const out = join(dir, 'model.fp16.onnx');
-          await exportCompact(join(dir, 'model.pt'), out, { learner: lp });
+          // a sketch parser's build wrote its fp16 copy; a decoder's is exported from its checkpoint
+          if (c.kind !== 'sketch') await exportCompact(join(dir, 'model.pt'), out, { learner: lp });
           const rebuilt = sha256File(out);
           const vendored = entry.files['model.onnx'].sha256;
           // other bytes: the same graph with weights a float rounding apart is the same training on

@@ -111,6 +111,13 @@ export interface ZooConfig {
    * maxNewTokens
    */
   base?: string;
+  /**
+   * DBBench: 'sketch', a sketch parser (dbbench/sketch.ts: an encoder with column-wise heads and
+   * value-span pointers, trained on `episodes` synthetic tasks for `steps` steps of `batch`; size
+   * fields as for a decoder, `maxLen` and `maxNewTokens` unused) instead of a decoder cloned from
+   * the teacher's episodes. @default the decoder
+   */
+  kind?: 'sketch';
   note?: string;
 }
 
@@ -119,6 +126,8 @@ const size = {
   s: { dModel: 96, nLayers: 2, nHeads: 4, dFf: 256 },
   m: { dModel: 128, nLayers: 2, nHeads: 4, dFf: 512 },
   l: { dModel: 192, nLayers: 3, nHeads: 6, dFf: 768 },
+  /** the DBBench sketch parser's encoder */
+  sk: { dModel: 128, nLayers: 3, nHeads: 4, dFf: 256 },
 } as const;
 const alf: LmEnv[] = ['alfworld'];
 const ws: LmEnv[] = ['webshop'];
@@ -218,6 +227,8 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'db-s-384-vwrtm-x', envs: db, ...size.s, maxLen: 384, episodes: 24000, steps: 2400, seed: 1, maxNewTokens: 112, rename: 0.7, phrasing: 'wide', insertColumns: 'mention', slots: 'values', rope: true, tokenShift: true, note: "db-s-384-vwrt-x whose synthetic INSERTs name their columns in the order the request mentions the values (16 more action tokens for the longer statements)" },
   { name: 'db-s-384-vwrtm-x-b', envs: db, ...size.s, maxLen: 384, episodes: 24000, steps: 2400, seed: 2, maxNewTokens: 112, rename: 0.7, phrasing: 'wide', insertColumns: 'mention', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrtm-x with seed 2' },
   { name: 'db-m-384-vwrt-x', envs: db, ...size.m, maxLen: 384, episodes: 24000, steps: 2000, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt-x at m size with 2,000 steps (probe 11.7 %, dev 0 %: not vendored)' },
+  // DBBench sketch parsers (dbbench/sketch.ts): the same synthetic tasks, learned as a sketch (kind, columns, value spans), not cloned token by token
+  { name: 'db-sketch-a', envs: db, ...size.sk, maxLen: 256, episodes: 20000, steps: 3750, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 1, rename: 0.7, phrasing: 'wide', kind: 'sketch', note: 'a sketch parser (encoder, column heads, value-span pointers) on the wide-phrased synthetic tasks' },
   { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
   { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
 ] satisfies ZooConfig[]);
@@ -243,9 +254,11 @@ export function knownZoo(): readonly ZooConfig[] {
 }
 
 /** A config with defaults filled, the tiny budget applied, and its hash. */
-export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift' | 'dagger' | 'phrasing' | 'insertColumns' | 'searchOrder'>> {
+export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note' | 'kind' | 'slots' | 'elide' | 'synthGoals' | 'rename' | 'renumber' | 'compactRoom' | 'rope' | 'query' | 'tokenShift' | 'dagger' | 'phrasing' | 'insertColumns' | 'searchOrder'>> {
   /** set only when on (as slots) */
   dagger?: number;
+  /** set only for a sketch parser (as slots) */
+  kind?: 'sketch';
   /** set only when on (as slots) */
   renumber?: number;
   /** set only when on (as slots) */
@@ -307,6 +320,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     ...(c.phrasing === 'wide' ? { phrasing: 'wide' as const } : {}),
     ...(c.insertColumns === 'mention' ? { insertColumns: 'mention' as const } : {}),
     ...(c.searchOrder === 'down' ? { searchOrder: 'down' as const } : {}),
+    ...(c.kind === 'sketch' ? { kind: 'sketch' as const } : {}),
     ...((base ? base.rope : c.rope) ? { rope: true as const } : {}),
     ...((base ? base.tokenShift : c.tokenShift) ? { tokenShift: true as const } : {}),
     ...(c.synthGoals ? { synthGoals: c.synthGoals } : {}),
@@ -432,8 +446,34 @@ async function reexport(dir: string, o: BuildOptions): Promise<void> {
   }
 }
 
+/** Build a sketch parser (dbbench/sketch-build.ts), or find it cached. */
+async function buildSketchOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) => void): Promise<BuildResult> {
+  const dir = modelDir(c, o.dir);
+  const cached = o.force ? null : readMeta(c, o.dir);
+  if (cached && existsSync(join(dir, 'model.onnx'))) {
+    tick(c.steps);
+    o.log?.(`lm/${c.id}: cached (${dir})`);
+    return { id: c.id, hash: c.hash, dir, cached: true, params: cached.params, lossFirst: cached.lossFirst, lossLast: cached.lossLast, ms: 0 };
+  }
+  const tmp = join(zooDir(o.dir), `${c.hash}.tmp`);
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  try {
+    const { buildSketch } = await import('./dbbench/sketch-build.ts');
+    const meta = await buildSketch(c, tmp, { ...(o.python ? { python: o.python } : {}), ...(o.blasThreads !== undefined ? { blasThreads: o.blasThreads } : {}), tick, ...(o.log ? { log: o.log } : {}) });
+    writeFileSync(join(tmp, 'meta.json'), `${JSON.stringify(meta, null, 1)}\n`);
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(tmp, dir);
+    o.log?.(`lm/${c.id}: built in ${(meta.ms.total / 1000).toFixed(1)} s (sketch parser, ${meta.params} params, loss ${meta.lossFirst.toFixed(3)} → ${meta.lossLast.toFixed(3)}) → ${dir}`);
+    return { id: c.id, hash: c.hash, dir, cached: false, params: meta.params, lossFirst: meta.lossFirst, lossLast: meta.lossLast, ms: meta.ms.total };
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 /** Build one resolved config (its base first when it has one). */
 async function buildOne(c: ResolvedConfig, o: BuildOptions, tick: (n: number) => void): Promise<BuildResult> {
+  if (c.kind === 'sketch') return buildSketchOne(c, o, tick);
   const root = zooDir(o.dir);
   const dir = modelDir(c, o.dir);
   const cachedMeta = o.force ? null : readMeta(c, o.dir);
