@@ -132,7 +132,7 @@ export async function zooProbe(o: ZooProbeOptions): Promise<void> {
   for (const name of names) {
     const c = lm.resolveConfig(name);
     if (!c.envs.includes('dbbench')) throw new lm.LmTargetError('LM_BAD_OPTION', `zoo probe: lm/${name} is not a DBBench target (envs: ${c.envs.join(', ')}); the probe plays synthetic DBBench tasks`, { data: { name } });
-    const m = await lm.lmModel(name, o.temperature !== undefined ? { temperature: o.temperature } : {});
+    const m = await lm.lmTarget(name, o.temperature !== undefined ? { temperature: o.temperature } : {});
     const t0 = Date.now();
     try {
       const phrasing = c.phrasing ?? 'base';
