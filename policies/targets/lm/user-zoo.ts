@@ -51,7 +51,7 @@ const shape = {
     query: z.enum(['content', 'span']).optional(),
     synthGoals: int(0, 1_000_000).optional(),
     rename: z.number().min(0).max(1).optional(),
-    phrasing: z.enum(['base', 'wide']).optional(),
+    phrasing: z.enum(['base', 'wide', 'mined']).optional(),
     insertColumns: z.literal('mention').optional(),
     searchOrder: z.enum(['up', 'down']).optional(),
     renumber: z.number().min(0).max(1).optional(),

@@ -76,7 +76,7 @@ export interface ZooConfig {
   /** DBBench: the share of synthetic tasks with renamed tables, columns and values (dbbench/synth.ts). @default 0 */
   rename?: number;
   /** DBBench: the synthetic tasks' question templates, 'wide' adding the training split's request styles (dbbench/synth.ts). @default 'base' */
-  phrasing?: 'base' | 'wide';
+  phrasing?: 'base' | 'wide' | 'mined';
   /** DBBench: 'mention', the synthetic INSERTs name their columns, in the order the request mentions the values (dbbench/synth.ts SynthOptions.insertColumns). @default none (`INSERT INTO t VALUES (…)`) */
   insertColumns?: 'mention';
   /** ALFWorld: the share of teacher episodes recorded with renumbered instances (renumber.ts). @default 0 */
@@ -228,7 +228,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'db-s-384-vwrtm-x-b', envs: db, ...size.s, maxLen: 384, episodes: 24000, steps: 2400, seed: 2, maxNewTokens: 112, rename: 0.7, phrasing: 'wide', insertColumns: 'mention', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrtm-x with seed 2' },
   { name: 'db-m-384-vwrt-x', envs: db, ...size.m, maxLen: 384, episodes: 24000, steps: 2000, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt-x at m size with 2,000 steps (probe 11.7 %, dev 0 %: not vendored)' },
   // DBBench sketch parsers (dbbench/sketch.ts): the same synthetic tasks, learned as a sketch (kind, columns, value spans), not cloned token by token
-  { name: 'db-sketch-a', envs: db, ...size.sk, maxLen: 256, episodes: 20000, steps: 3750, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 1, rename: 0.7, phrasing: 'wide', kind: 'sketch', note: 'a sketch parser (encoder, column heads, value-span pointers) on the wide-phrased synthetic tasks' },
+  { name: 'db-sketch-a', envs: db, ...size.sk, maxLen: 256, episodes: 40000, steps: 6250, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 1, rename: 0.7, phrasing: 'mined', kind: 'sketch', note: 'a sketch parser (encoder, column heads, value-span pointers) on synthetic tasks with mined write and read phrasings, each seen 5 times' },
   { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
   { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
 ] satisfies ZooConfig[]);
@@ -273,8 +273,8 @@ export interface ResolvedConfig extends Required<Omit<ZooConfig, 'base' | 'note'
   compactRoom?: true;
   /** set only when 'span' (as slots) */
   query?: 'span';
-  /** set only when 'wide' (as slots) */
-  phrasing?: 'wide';
+  /** set only when 'wide' or 'mined' (as slots) */
+  phrasing?: 'wide' | 'mined';
   /** set only when on (as slots) */
   insertColumns?: 'mention';
   /** set only when 'down' (as slots) */
@@ -317,7 +317,7 @@ export function resolveConfig(id: string, zoo: readonly ZooConfig[] = knownZoo()
     ...((c.elide ?? base?.elide) ? { elide: (c.elide ?? base?.elide)! } : {}),
     ...((c.compactRoom ?? base?.compactRoom) ? { compactRoom: true as const } : {}),
     ...((c.query ?? base?.query) === 'span' ? { query: 'span' as const } : {}),
-    ...(c.phrasing === 'wide' ? { phrasing: 'wide' as const } : {}),
+    ...(c.phrasing === 'wide' || c.phrasing === 'mined' ? { phrasing: c.phrasing } : {}),
     ...(c.insertColumns === 'mention' ? { insertColumns: 'mention' as const } : {}),
     ...(c.searchOrder === 'down' ? { searchOrder: 'down' as const } : {}),
     ...(c.kind === 'sketch' ? { kind: 'sketch' as const } : {}),

@@ -6,12 +6,14 @@
  */
 import test from 'ava';
 import { Rng } from '../../../cluster/rng.ts';
-import { dbbenchEnv } from '../../../envs/dbbench/index.ts';
+import { dbbenchEnv, loadTasks } from '../../../envs/dbbench/index.ts';
 import { runEpisode } from '../../../harness/index.ts';
 import { probeSynthetic } from '../../../policies/targets/lm/dbbench/probe.ts';
 import { decodeSketch, encodeSketch, findSpan, parseRequest, sketchExample, sketchOf, sketchTokens, SKETCH_KINDS, SKETCH_MAX_COLS, type SketchInput, type SketchOutputs } from '../../../policies/targets/lm/dbbench/sketch.ts';
 import { harnessText, sketchPolicy, type SketchRunner } from '../../../policies/targets/lm/dbbench/sketch-model.ts';
 import { synthTasks } from '../../../policies/targets/lm/dbbench/synth.ts';
+import { minedReads, parseRead } from '../../../policies/targets/lm/dbbench/mined.ts';
+import { teacherModel } from '../../../policies/targets/lm/dbbench/teacher.ts';
 import type { DbbenchTask } from '../../../envs/dbbench/index.ts';
 
 /** Outputs that say a task's labels exactly (a perfect parser), for the input the loop encodes. */
@@ -141,4 +143,31 @@ test('sketch - decoding is greedy without an rng and deterministic with one', (t
   const at = (w: string): number => e2.qTokens.findIndex((x) => x.low === w);
   const o2 = { ...out, start: Array.from({ length: C * L2 }, (_v, i) => (i % L2 === at('don') ? 3 : 0)), end: Array.from({ length: C * L2 }, (_v, i) => (i % L2 === at('stop') ? 3 : 0)) };
   t.is(decodeSketch(q2, e2, o2).sql, "SELECT `Team` FROM `T` WHERE `Name` = 'Don''t Stop';");
+});
+
+test('mined reads - training reads of a sketch shape become templates; the mined phrasing keeps wide tasks as they were and its reads parse back', async (t) => {
+  t.deepEqual(parseRead("SELECT SUM(`Pick #`) FROM `hockey_players` WHERE `Position`='D' AND `Team from`='Chilliwack Bruins';"), { fn: 'SUM', sel: 'Pick #', table: 'hockey_players', conds: [['Position', '=', 'D'], ['Team from', '=', 'Chilliwack Bruins']], order: null });
+  t.deepEqual(parseRead('SELECT Platform FROM `SWAT Games` WHERE Year > 2006 AND Developer = \'3G Studios\';')?.conds, [['Year', '>', '2006'], ['Developer', '=', '3G Studios']]);
+  t.deepEqual(parseRead('SELECT Band FROM t WHERE System = \'GSM-450\' ORDER BY Band DESC LIMIT 1;')?.order, ['Band', 'DESC']);
+  t.is(parseRead('SELECT COUNT(*) FROM t WHERE Date LIKE \'October%\';'), null, 'LIKE is no sketch shape');
+  t.is(parseRead("SELECT AttendanceFROM Hockey GamesWHERE Round = 52;"), null);
+  const reads = minedReads();
+  t.true(reads.length >= 8, `${reads.length} read templates`);
+  const dev = new Set(loadTasks({ file: 'v0.2/dev' }).map((x) => x.description));
+  for (const r of reads) {
+    t.false(dev.has(r.pieces.filter((p) => typeof p === 'string').join('')), 'no template comes from a dev question');
+    // only a count of the whole table may say nothing of the table (`what is the total number of films he has made?`)
+    t.true(r.pieces.some((p) => typeof p !== 'string') || (r.kind === 'count' && r.eq === 0), `${r.source} has slots`);
+  }
+  // the wide phrasing draws what it drew before the mined one existed
+  const wide = await synthTasks(new Rng('mined-test'), 40, { rename: 0.7, phrasing: 'wide' });
+  const again = await synthTasks(new Rng('mined-test'), 40, { rename: 0.7, phrasing: 'wide' });
+  t.deepEqual(wide.map((x) => x.description), again.map((x) => x.description));
+  const mined = await synthTasks(new Rng('mined-test'), 300, { rename: 0.7, phrasing: 'mined' });
+  const sketches = mined.map((x) => sketchOf(x.sqlQuery ?? x.label[0]!, x.columns));
+  t.true(sketches.every((s) => s !== null));
+  t.true(sketches.some((s) => s!.where.length > 1), 'some reads have several conditions');
+  t.true(mined.some((x) => reads.some((r) => r.pieces.filter((p): p is string => typeof p === 'string' && p.length > 12).some((p) => x.description.includes(p)))), 'some reads are phrased as a mined template');
+  const teacher = await probeSynthetic((task) => teacherModel(task, { noise: 0 }), { tasks: 40, phrasing: 'mined' });
+  t.is(teacher.won, 40);
 });

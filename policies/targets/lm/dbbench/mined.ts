@@ -21,7 +21,17 @@ export type MinedPiece =
   /** UPDATE: the WHERE column's name */
   | { slot: 'Y'; lower: boolean }
   /** UPDATE: the WHERE value */
-  | { slot: 'K' };
+  | { slot: 'K' }
+  /** read: the selected column's name */
+  | { slot: 'S'; lower: boolean }
+  /** read: the name of the i-th `=` condition's column */
+  | { slot: 'Q'; i: number; lower: boolean }
+  /** read: the i-th `=` condition's value */
+  | { slot: 'W'; i: number }
+  /** read: the numeric column (aggregated, compared or ranked) */
+  | { slot: 'N'; lower: boolean }
+  /** read: a comparison's bound */
+  | { slot: 'B' };
 
 export interface MinedTemplate {
   type: 'INSERT' | 'UPDATE';
@@ -176,7 +186,7 @@ function templatize(text: string, wants: readonly Want[]): { pieces: MinedPiece[
     taken.push(at);
     found.add(w);
     const said = text.slice(at[0], at[1]);
-    const piece = w.piece.slot === 'C' || w.piece.slot === 'Y' ? { ...w.piece, lower: said === said.toLowerCase() && said !== said.toUpperCase() && w.text !== w.text.toLowerCase() } : w.piece;
+    const piece = w.piece.slot === 'C' || w.piece.slot === 'Y' || w.piece.slot === 'S' || w.piece.slot === 'Q' || w.piece.slot === 'N' ? { ...w.piece, lower: said === said.toLowerCase() && said !== said.toUpperCase() && w.text !== w.text.toLowerCase() } : w.piece;
     hits.push({ s: at[0], e: at[1], want: { ...w, piece } });
   }
   hits.sort((a, b) => a.s - b.s);
@@ -191,7 +201,7 @@ function templatize(text: string, wants: readonly Want[]): { pieces: MinedPiece[
   // a value or name said twice (one left as text, e.g. in a quoted SQL statement after the
   // request) would leave the old one in every filled question: not a template
   const rest = pieces.filter((x): x is string => typeof x === 'string').join('\u0000');
-  if (wants.some((w) => (w.piece.slot === 'V' || w.piece.slot === 'K' || w.text.length >= 3) && find(rest, w.text, []))) return null;
+  if (wants.some((w) => (w.piece.slot === 'V' || w.piece.slot === 'K' || w.piece.slot === 'W' || w.piece.slot === 'B' || w.text.length >= 3) && find(rest, w.text, []))) return null;
   return { pieces, found };
 }
 
@@ -258,6 +268,115 @@ export function fillTemplate(m: MinedTemplate, f: { table: string; column: (i: n
           return p.lower ? (f.keyColumn ?? '').toLowerCase() : (f.keyColumn ?? '');
         case 'K':
           return f.keyValue ?? '';
+      }
+    })
+    .join('');
+}
+
+// ---------------------------------------------------------------- read requests
+
+/** The shape of a read the training split asks for, as the sketch parser knows reads. */
+export type MinedReadKind = 'lookup' | 'count' | 'sum' | 'min' | 'max' | 'avg' | 'cmp_gt' | 'cmp_lt' | 'rank_desc' | 'rank_asc';
+
+export interface MinedRead {
+  kind: MinedReadKind;
+  /** `column = value` conditions */
+  eq: number;
+  pieces: MinedPiece[];
+  /** the training task it was mined from */
+  source: string;
+}
+
+const ID = '(?:`[^`]+`|"[^"]+"|\\[[^\\]]+\\]|[\\w#%]+)';
+const VAL = "(?:'(?:[^']|'')*'|-?\\d+(?:\\.\\d+)?)";
+const unquoteId = (s: string): string => (/^[`"[]/.test(s) ? s.slice(1, -1) : s);
+const unquoteVal = (s: string): string => (s.startsWith("'") ? s.slice(1, -1).replace(/''/g, "'") : s);
+
+/**
+ * A training read's reference SQL in one of the sketch's shapes: `SELECT x | FN(x) | COUNT(*) FROM t
+ * [WHERE c op v [AND …]] [ORDER BY c DESC|ASC LIMIT 1]`, at most one `<` / `>` condition; null otherwise.
+ */
+export function parseRead(sql: string): { fn: string | null; sel: string | null; table: string; conds: Array<[string, string, string]>; order: [string, 'DESC' | 'ASC'] | null } | null {
+  const re = new RegExp(`^SELECT\\s+(?:(SUM|MIN|MAX|AVG|COUNT)\\s*\\(\\s*(${ID}|\\*)\\s*\\)|(${ID}))\\s+FROM\\s+(${ID})(?:\\s+WHERE\\s+(${ID}\\s*(?:=|<|>)\\s*${VAL}(?:\\s+AND\\s+${ID}\\s*(?:=|<|>)\\s*${VAL})*))?(?:\\s+ORDER\\s+BY\\s+(${ID})\\s+(DESC|ASC)\\s+LIMIT\\s+1)?\\s*;?\\s*$`, 'i');
+  const m = re.exec(sql.trim());
+  if (!m) return null;
+  const conds: Array<[string, string, string]> = [];
+  if (m[5]) {
+    for (const c of m[5].split(/\s+AND\s+/i)) {
+      const x = new RegExp(`^(${ID})\\s*(=|<|>)\\s*(${VAL})$`).exec(c.trim());
+      if (!x) return null;
+      conds.push([unquoteId(x[1]!), x[2]!, unquoteVal(x[3]!)]);
+    }
+  }
+  const fn = m[1] ? m[1].toUpperCase() : null;
+  const sel = m[2] ? (m[2] === '*' ? null : unquoteId(m[2])) : m[3] ? unquoteId(m[3]) : null;
+  return { fn, sel, table: unquoteId(m[4]!), conds, order: m[6] ? [unquoteId(m[6]), m[7]!.toUpperCase() as 'DESC' | 'ASC'] : null };
+}
+
+let readMemo: MinedRead[] | null = null;
+
+/**
+ * Templates of the training split's reads (in data order), as the write templates are mined: a
+ * read whose reference SQL has a sketch shape (parseRead) and whose question says the columns it
+ * selects, aggregates, compares or ranks and every condition's value (a condition's column may go
+ * unsaid) becomes a template with those names and values as slots. Tasks on a table that shares
+ * anything with a dev table are skipped; no dev question is read.
+ */
+export function minedReads(): MinedRead[] {
+  if (readMemo) return readMemo;
+  const out: MinedRead[] = [];
+  for (const t of loadTasks({ file: 'v0.2/standard' })) {
+    if (t.type === 'INSERT' || t.type === 'UPDATE' || t.type === 'DELETE' || !t.sqlQuery) continue;
+    if (sharesWithDev(t)) continue;
+    const p = parseRead(t.sqlQuery);
+    if (!p) continue;
+    const has = (c: string): boolean => t.columns.some((x) => x.toLowerCase() === c.toLowerCase());
+    if ((p.sel !== null && !has(p.sel)) || p.conds.some(([c]) => !has(c)) || (p.order && !has(p.order[0]))) continue;
+    const cmps = p.conds.filter(([, op]) => op !== '=');
+    const eqs = p.conds.filter(([, op]) => op === '=');
+    if (cmps.length > 1 || (cmps.length === 1 && (p.fn !== null || p.order))) continue;
+    let kind: MinedReadKind;
+    if (p.fn === 'COUNT') kind = 'count';
+    else if (p.fn) kind = p.fn.toLowerCase() as MinedReadKind;
+    else if (p.order) kind = p.order[1] === 'DESC' ? 'rank_desc' : 'rank_asc';
+    else if (cmps.length === 1) kind = cmps[0]![1] === '>' ? 'cmp_gt' : 'cmp_lt';
+    else if (eqs.length > 0 && p.sel) kind = 'lookup';
+    else continue;
+    const wants: Want[] = [{ text: t.tableName, alt: t.tableName.replace(/_/g, ' '), piece: { slot: 'T' }, required: false }];
+    // the column read: the selected one (lookup, comparison, ranking), the aggregated one (SUM…), none for COUNT
+    if (p.fn && p.fn !== 'COUNT' && p.sel) wants.push({ text: p.sel, piece: { slot: 'N', lower: false }, required: true });
+    else if (!p.fn && p.sel) wants.push({ text: p.sel, piece: { slot: 'S', lower: false }, required: true });
+    if (p.order) wants.push({ text: p.order[0], piece: { slot: 'N', lower: false }, required: true });
+    if (cmps.length === 1) wants.push({ text: cmps[0]![0], piece: { slot: 'N', lower: false }, required: true }, { text: cmps[0]![2], piece: { slot: 'B' }, required: true });
+    eqs.forEach(([c, , v], i) => wants.push({ text: v, piece: { slot: 'W', i }, required: true }, { text: c, piece: { slot: 'Q', i, lower: false }, required: false }));
+    const got = templatize(t.description, wants);
+    if (got) out.push({ kind, eq: eqs.length, pieces: got.pieces, source: t.id });
+  }
+  readMemo = out;
+  return out;
+}
+
+/** A read template filled with a table's names and values. */
+export function fillRead(m: MinedRead, f: { table: string; sel?: string; num?: string; eqColumn: (i: number) => string; eqValue: (i: number) => string; bound?: string }): string {
+  const low = (s: string, lower: boolean): string => (lower ? s.toLowerCase() : s);
+  return m.pieces
+    .map((p) => {
+      if (typeof p === 'string') return p;
+      switch (p.slot) {
+        case 'T':
+          return f.table;
+        case 'S':
+          return low(f.sel ?? '', p.lower);
+        case 'N':
+          return low(f.num ?? '', p.lower);
+        case 'Q':
+          return low(f.eqColumn(p.i), p.lower);
+        case 'W':
+          return f.eqValue(p.i);
+        case 'B':
+          return f.bound ?? '';
+        default:
+          return '';
       }
     })
     .join('');

@@ -98,9 +98,22 @@ function shapeId(text: string, tok: SketchToken, quoted: boolean): number {
   return shape * 2 + (quoted ? 1 : 0);
 }
 
-/** which tokens of a question sit inside a quote pair ('…', "…", `…`) */
-function quotedFlags(text: string, toks: readonly SketchToken[]): boolean[] {
+/**
+ * Which tokens of a question sit inside a quote pair ('…', "…", `…`); with `marks`, which tokens
+ * are quote marks themselves (an apostrophe inside a word is none).
+ */
+function quotedFlags(text: string, toks: readonly SketchToken[], marks = false): boolean[] {
   const out = toks.map(() => false);
+  if (marks) {
+    toks.forEach((t, i) => {
+      const raw = text.slice(t.start, t.end);
+      const prev = text[t.start - 1];
+      const next = text[t.end];
+      const inWord = raw === "'" && prev !== undefined && /[\p{L}\p{N}]/u.test(prev) && next !== undefined && /[\p{L}\p{N}]/u.test(next);
+      out[i] = (raw === "'" || raw === '"' || raw === '`') && !inWord;
+    });
+    return out;
+  }
   let open: { ch: string; at: number } | null = null;
   toks.forEach((t, i) => {
     const raw = text.slice(t.start, t.end);
@@ -198,30 +211,47 @@ export function sketchOf(statement: string, columns: readonly string[]): Sketch 
   const sql = statement.trim().endsWith(';') ? statement.trim() : `${statement.trim()};`;
   const col = (n: string): number => columns.indexOf(n);
   const empty = (kind: SketchKind): Sketch => ({ kind, sel: null, num: null, where: [], bound: null, set: [], values: columns.map(() => null) });
-  const whereOf = (w: string | undefined): Array<{ col: number; value: string }> | null => {
-    if (!w) return [];
-    const m = new RegExp(`^${BT} = ${VAL}$`).exec(w);
-    return m && col(m[1]!) >= 0 ? [{ col: col(m[1]!), value: unq(m[2]!) }] : null;
+  /** `a = 'x' AND b = 'y' [AND n > k]`: the equalities, and a comparison when `cmp` */
+  const condsOf = (w: string | undefined, cmp: boolean): { eq: Array<{ col: number; value: string }>; cmp: { col: number; op: string; bound: string } | null } | null => {
+    const eq: Array<{ col: number; value: string }> = [];
+    let rest = w ?? '';
+    while (rest !== '') {
+      const e = new RegExp(`^${BT} = ${VAL}(?: AND (.*))?$`).exec(rest);
+      if (e) {
+        if (col(e[1]!) < 0) return null;
+        eq.push({ col: col(e[1]!), value: unq(e[2]!) });
+        rest = e[3] ?? '';
+        continue;
+      }
+      const c = cmp ? new RegExp(`^${BT} ([<>]) (-?[0-9.]+)$`).exec(rest) : null;
+      if (c && col(c[1]!) >= 0) return { eq, cmp: { col: col(c[1]!), op: c[2]!, bound: c[3]! } };
+      return null;
+    }
+    return { eq, cmp: null };
   };
-  let m = new RegExp(`^SELECT ${BT} FROM ${BT} WHERE (${BT} = ${VAL});$`).exec(sql);
+  const W = '(?: WHERE (.+?))?';
+  let m = new RegExp(`^SELECT ${BT} FROM ${BT}${W} ORDER BY CAST\\(${BT} AS DECIMAL\\) (DESC|ASC) LIMIT 1;$`).exec(sql);
   if (m) {
-    const where = whereOf(m[3]);
-    return where && col(m[1]!) >= 0 ? { ...empty('lookup'), sel: col(m[1]!), where } : null;
+    const c = condsOf(m[3], false);
+    return c && col(m[1]!) >= 0 && col(m[4]!) >= 0 ? { ...empty(m[5] === 'DESC' ? 'rank_desc' : 'rank_asc'), sel: col(m[1]!), num: col(m[4]!), where: c.eq } : null;
   }
-  m = new RegExp(`^SELECT COUNT\\(\\*\\) FROM ${BT} WHERE (${BT} = ${VAL});$`).exec(sql);
+  m = new RegExp(`^SELECT COUNT\\(\\*\\) FROM ${BT}${W};$`).exec(sql);
   if (m) {
-    const where = whereOf(m[2]);
-    return where ? { ...empty('count'), where } : null;
+    const c = condsOf(m[2], false);
+    return c ? { ...empty('count'), where: c.eq } : null;
   }
-  m = new RegExp(`^SELECT (SUM|MIN|MAX|AVG)\\(${BT}\\) FROM ${BT}(?: WHERE (${BT} = ${VAL}))?;$`).exec(sql);
+  m = new RegExp(`^SELECT (SUM|MIN|MAX|AVG)\\(${BT}\\) FROM ${BT}${W};$`).exec(sql);
   if (m) {
-    const where = whereOf(m[4]);
-    return where && col(m[2]!) >= 0 ? { ...empty(m[1]!.toLowerCase() as SketchKind), sel: col(m[2]!), where } : null;
+    const c = condsOf(m[4], false);
+    return c && col(m[2]!) >= 0 ? { ...empty(m[1]!.toLowerCase() as SketchKind), sel: col(m[2]!), where: c.eq } : null;
   }
-  m = new RegExp(`^SELECT ${BT} FROM ${BT} WHERE ${BT} ([<>]) (-?[0-9.]+);$`).exec(sql);
-  if (m) return col(m[1]!) >= 0 && col(m[3]!) >= 0 ? { ...empty(m[4] === '>' ? 'cmp_gt' : 'cmp_lt'), sel: col(m[1]!), num: col(m[3]!), bound: m[5]! } : null;
-  m = new RegExp(`^SELECT ${BT} FROM ${BT} ORDER BY CAST\\(${BT} AS DECIMAL\\) (DESC|ASC) LIMIT 1;$`).exec(sql);
-  if (m) return col(m[1]!) >= 0 && col(m[3]!) >= 0 ? { ...empty(m[4] === 'DESC' ? 'rank_desc' : 'rank_asc'), sel: col(m[1]!), num: col(m[3]!) } : null;
+  m = new RegExp(`^SELECT ${BT} FROM ${BT} WHERE (.+);$`).exec(sql);
+  if (m) {
+    const c = condsOf(m[3], true);
+    if (!c || col(m[1]!) < 0) return null;
+    if (c.cmp) return { ...empty(c.cmp.op === '>' ? 'cmp_gt' : 'cmp_lt'), sel: col(m[1]!), num: c.cmp.col, bound: c.cmp.bound, where: c.eq };
+    return c.eq.length > 0 ? { ...empty('lookup'), sel: col(m[1]!), where: c.eq } : null;
+  }
   m = new RegExp(`^INSERT INTO ${BT}(?: \\(((?:${BT}(?:, )?)+)\\))? VALUES \\((.*)\\);$`).exec(sql);
   if (m) {
     const names = m[2] ? [...m[2].matchAll(/`([^`]+)`/g)].map((x) => x[1]!) : columns.slice();
@@ -238,14 +268,14 @@ export function sketchOf(statement: string, columns: readonly string[]): Sketch 
   m = new RegExp(`^UPDATE ${BT} SET (.+) WHERE (${BT} = ${VAL});$`).exec(sql);
   if (m) {
     const set = [...m[2]!.matchAll(new RegExp(`${BT} = ${VAL}`, 'g'))].map((x) => ({ col: col(x[1]!), value: unq(x[2]!) }));
-    const where = whereOf(m[3]);
-    if (!where || set.length === 0 || set.some((x) => x.col < 0)) return null;
-    return { ...empty('update'), set, where };
+    const c = condsOf(m[3], false);
+    if (!c || set.length === 0 || set.some((x) => x.col < 0)) return null;
+    return { ...empty('update'), set, where: c.eq };
   }
-  m = new RegExp(`^DELETE FROM ${BT} WHERE (${BT} = ${VAL});$`).exec(sql);
+  m = new RegExp(`^DELETE FROM ${BT} WHERE (.+);$`).exec(sql);
   if (m) {
-    const where = whereOf(m[2]);
-    return where ? { ...empty('delete'), where } : null;
+    const c = condsOf(m[2], false);
+    return c && c.eq.length > 0 ? { ...empty('delete'), where: c.eq } : null;
   }
   return null;
 }
@@ -386,19 +416,44 @@ export function decodeSketch(inp: SketchInput, enc: SketchEncoded, out: SketchOu
     return rng && T > 0 ? rng.next() < p : p > 0.5;
   };
   const qIdx = enc.qmask.map((m, i) => (m > 0 ? i : -1)).filter((i) => i >= 0);
-  const span = (c: number): string => {
-    if (qIdx.length === 0) return '';
+  // a value never runs across a quote mark, and the values of one statement never overlap
+  const quoteAt = quotedFlags(inp.question, enc.qTokens, true);
+  const taken: Array<[number, number]> = [];
+  const candidates = (c: number): Array<{ s: number; e: number; lp: number }> => {
     const st = arr(out.start, c * L, L);
     const en = arr(out.end, c * L, L);
-    const pairs: number[] = [];
-    const at: Array<[number, number]> = [];
-    for (const s of qIdx) for (let e = s; e < Math.min(qIdx.length, s + SKETCH_MAX_SPAN); e++) {
-      pairs.push(st[s]! + en[e]!);
-      at.push([s, e]);
+    const xs: Array<{ s: number; e: number; lp: number }> = [];
+    for (const s of qIdx) {
+      if (quoteAt[s]) continue;
+      for (let e = s; e < Math.min(qIdx.length, s + SKETCH_MAX_SPAN); e++) {
+        if (quoteAt[e]) break;
+        xs.push({ s, e, lp: st[s]! + en[e]! });
+      }
     }
-    const [s, e] = at[pickIndex(pairs, rng, T)]!;
-    return inp.question.slice(enc.qTokens[s]!.start, enc.qTokens[e]!.end);
+    // log-probabilities over the column's spans, so columns compare
+    const mx = Math.max(...xs.map((x) => x.lp));
+    const z = mx + Math.log(xs.reduce((a, x) => a + Math.exp(x.lp - mx), 0));
+    for (const x of xs) x.lp -= z;
+    return xs;
   };
+  /** values for columns `cs`: the surest column first, each its best (or sampled) span clear of those taken */
+  const spans = (cs: readonly number[]): Map<number, string> => {
+    const got = new Map<number, string>();
+    const cands = new Map(cs.map((c) => [c, candidates(c)] as const));
+    const best = (c: number): number => Math.max(-Infinity, ...cands.get(c)!.map((x) => x.lp));
+    for (const c of [...cs].sort((a, b) => best(b) - best(a) || a - b)) {
+      const free = cands.get(c)!.filter((x) => taken.every(([a, b]) => x.e < a || x.s > b));
+      if (free.length === 0) {
+        got.set(c, '');
+        continue;
+      }
+      const x = free[pickIndex(free.map((y) => y.lp), rng, T)]!;
+      taken.push([x.s, x.e]);
+      got.set(c, inp.question.slice(enc.qTokens[x.s]!.start, enc.qTokens[x.e]!.end));
+    }
+    return got;
+  };
+  const span = (c: number): string => spans([c]).get(c) ?? '';
   const cols = inp.columns;
   const empty: Sketch = { kind, sel: null, num: null, where: [], bound: null, set: [], values: cols.map(() => null) };
   const whereCols = (not: readonly number[], atLeastOne: boolean): number[] => {
@@ -407,7 +462,10 @@ export function decodeSketch(inp: SketchInput, enc: SketchEncoded, out: SketchOu
     if (ws.length === 0 && atLeastOne) ws.push(colPick(out.where, not));
     return ws;
   };
-  const conds = (ws: readonly number[]): Array<{ col: number; value: string }> => ws.map((c) => ({ col: c, value: span(c) }));
+  const conds = (ws: readonly number[]): Array<{ col: number; value: string }> => {
+    const vs = spans(ws);
+    return ws.map((c) => ({ col: c, value: vs.get(c) ?? '' }));
+  };
   const whereSql = (ws: ReadonlyArray<{ col: number; value: string }>): string => ws.map((w) => `${bt(cols[w.col]!)} = ${qv(w.value)}`).join(' AND ');
   const T_ = bt(inp.table);
   let sk: Sketch;
@@ -416,9 +474,10 @@ export function decodeSketch(inp: SketchInput, enc: SketchEncoded, out: SketchOu
     case 'lookup':
     case 'count': {
       const sel = kind === 'lookup' ? colPick(out.sel) : null;
-      const where = conds(whereCols(sel === null ? [] : [sel], true));
+      // a lookup names its row; a count may count the whole table
+      const where = conds(whereCols(sel === null ? [] : [sel], kind === 'lookup'));
       sk = { ...empty, sel, where };
-      sql = `SELECT ${sel === null ? 'COUNT(*)' : bt(cols[sel]!)} FROM ${T_} WHERE ${whereSql(where)};`;
+      sql = `SELECT ${sel === null ? 'COUNT(*)' : bt(cols[sel]!)} FROM ${T_}${where.length ? ` WHERE ${whereSql(where)}` : ''};`;
       break;
     }
     case 'sum':
@@ -452,7 +511,8 @@ export function decodeSketch(inp: SketchInput, enc: SketchEncoded, out: SketchOu
       break;
     }
     case 'insert': {
-      const values = cols.map((_c, i) => (i < C ? span(i) : null));
+      const vs = spans(cols.map((_c, i) => i).filter((i) => i < C));
+      const values = cols.map((_c, i) => vs.get(i) ?? null);
       sk = { ...empty, values };
       const given = values.map((v, i) => [i, v] as const).filter((x): x is readonly [number, string] => x[1] !== null);
       sql = `INSERT INTO ${T_} (${given.map(([i]) => bt(cols[i]!)).join(', ')}) VALUES (${given.map(([, v]) => qv(v)).join(', ')});`;

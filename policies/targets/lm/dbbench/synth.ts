@@ -15,7 +15,7 @@ import { loadTasks, SqliteBackend, type DbbenchTask, type TaskType } from '../..
 import { pyFloat, pyRowsRepr, pyLiteralEval, pyStr, type PyLit } from '../../../../envs/dbbench/python.ts';
 import { TRUNCATE_AT } from '../../../../envs/dbbench/protocol.ts';
 import { LmTargetError } from '../errors.ts';
-import { fillTemplate, minedTemplates, type MinedTemplate } from './mined.ts';
+import { fillRead, fillTemplate, minedReads, minedTemplates, type MinedReadKind, type MinedTemplate } from './mined.ts';
 
 /** A training table: name, columns and rows (cells as the task data has them). */
 export interface SynthTable {
@@ -448,7 +448,73 @@ function draftDelete(rng: Rng, t: SynthTable): Draft | null {
   return { type: 'DELETE', description: rng.pick(templates), sql: `DELETE FROM ${bt(t.name)} WHERE ${bt(Y)} = ${q(v)};` };
 }
 
-function draft(rng: Rng, t: SynthTable, type: TaskType, wide: boolean, columns?: SynthInsertColumns): Draft | null {
+/** the read kinds of a task type (mined.ts MinedReadKind) */
+const READ_KINDS: Partial<Record<TaskType, readonly MinedReadKind[]>> = {
+  other: ['lookup'],
+  counting: ['count'],
+  'aggregation-SUM': ['sum'],
+  'aggregation-MIN': ['min'],
+  'aggregation-MAX': ['max'],
+  'aggregation-AVG': ['avg'],
+  comparison: ['cmp_gt', 'cmp_lt'],
+  ranking: ['rank_desc', 'rank_asc'],
+};
+
+/** the share of reads phrased as a mined read template under the 'mined' phrasing (when one of the type exists) */
+const MINED_READ_SHARE = 0.5;
+
+/**
+ * A read phrased as one of the training split's reads (mined.ts minedReads): the template's kind
+ * and number of `=` conditions, over this table's columns, one row giving the conditions' values
+ * (so at least that row answers), a comparison's bound one of the column's values.
+ */
+function draftMinedRead(rng: Rng, t: SynthTable, type: TaskType): Draft | null {
+  const kinds = READ_KINDS[type];
+  const ms = kinds ? minedReads().filter((m) => kinds.includes(m.kind)) : [];
+  if (ms.length === 0) return null;
+  const m = rng.pick(ms);
+  const nums = numericCols(t);
+  const vals = valueCols(t);
+  const needsNum = m.kind !== 'lookup' && m.kind !== 'count';
+  const needsSel = m.kind === 'lookup' || m.kind.startsWith('cmp') || m.kind.startsWith('rank');
+  const num = needsNum ? (nums.length > 0 ? rng.pick(nums) : null) : null;
+  if (needsNum && num === null) return null;
+  const sel = needsSel ? pickOther(rng, vals, num ?? -1) : null;
+  if (needsSel && sel === null) return null;
+  const pool = rng.shuffle(vals.filter((c) => c !== sel && c !== num));
+  if (pool.length < m.eq) return null;
+  const eqCols = pool.slice(0, m.eq);
+  const rows = t.rows.filter((r) => eqCols.every((c) => goodValue(r[c] ?? null)) && (num === null || NUM.test(r[num] ?? '')));
+  if (rows.length === 0) return null;
+  const row = rng.pick(rows);
+  const eqVals = eqCols.map((c) => row[c]!);
+  const conds = eqCols.map((c, i) => `${bt(t.columns[c]!)} = ${q(eqVals[i]!)}`);
+  let bound: string | undefined;
+  if (m.kind === 'cmp_gt' || m.kind === 'cmp_lt') {
+    // strictly past a value of the matching rows, so 1–3 of them pass
+    const vs = [...new Set(rows.filter((r) => eqCols.every((c, i) => (r[c] ?? '').toLowerCase() === eqVals[i]!.toLowerCase())).map((r) => Number(r[num!])))].sort((a, b) => a - b);
+    if (vs.length < 2) return null;
+    const k = 1 + rng.int(Math.min(3, vs.length - 1));
+    bound = String(m.kind === 'cmp_gt' ? vs[vs.length - 1 - k]! : vs[k]!);
+    conds.push(`${bt(t.columns[num!]!)} ${m.kind === 'cmp_gt' ? '>' : '<'} ${bound}`);
+  }
+  const where = conds.length > 0 ? ` WHERE ${conds.join(' AND ')}` : '';
+  const T = bt(t.name);
+  let sql: string;
+  if (m.kind === 'lookup') sql = `SELECT ${bt(t.columns[sel!]!)} FROM ${T}${where};`;
+  else if (m.kind === 'count') sql = `SELECT COUNT(*) FROM ${T}${where};`;
+  else if (m.kind.startsWith('cmp')) sql = `SELECT ${bt(t.columns[sel!]!)} FROM ${T}${where};`;
+  else if (m.kind.startsWith('rank')) sql = `SELECT ${bt(t.columns[sel!]!)} FROM ${T}${where} ORDER BY CAST(${bt(t.columns[num!]!)} AS DECIMAL) ${m.kind === 'rank_desc' ? 'DESC' : 'ASC'} LIMIT 1;`;
+  else sql = `SELECT ${m.kind.toUpperCase()}(${bt(t.columns[num!]!)}) FROM ${T}${where};`;
+  const description = fillRead(m, { table: t.name, ...(sel !== null ? { sel: t.columns[sel]! } : {}), ...(num !== null ? { num: t.columns[num]! } : {}), eqColumn: (i) => t.columns[eqCols[i]!]!, eqValue: (i) => eqVals[i]!, ...(bound !== undefined ? { bound } : {}) });
+  return { type, description, sql };
+}
+
+function draft(rng: Rng, t: SynthTable, type: TaskType, wide: boolean, columns?: SynthInsertColumns, minedReadsToo = false): Draft | null {
+  if (minedReadsToo && READ_KINDS[type] && rng.chance(MINED_READ_SHARE)) {
+    const d = draftMinedRead(rng, t, type);
+    if (d) return d;
+  }
   switch (type) {
     case 'other':
       return draftLookup(rng, t);
@@ -503,8 +569,11 @@ export interface SynthOptions {
    * The request templates: 'base' (a few per type), or 'wide': 70 % of the INSERTs and UPDATEs
    * phrased as one of the training split's own write requests, mined by code (mined.ts: the
    * request with its table, column names and values as slots), filled with the drawn table's.
-   * Reads keep the base templates. 'base' draws exactly the tasks it drew before the option
-   * existed. @default 'base'
+   * Reads keep the base templates. 'mined': as 'wide', and half the reads of a type the training
+   * split's reads have a template for phrased as one of them (mined.ts minedReads: kind, columns,
+   * conditions and values as slots; multi-condition and comparison reads among them). 'base' draws
+   * exactly the tasks it drew before the option existed, and 'wide' those it drew before 'mined'.
+   * @default 'base'
    */
   phrasing?: SynthPhrasing;
   /**
@@ -518,7 +587,7 @@ export interface SynthOptions {
 }
 
 /** The request templates of synthTasks: see SynthOptions.phrasing. */
-export type SynthPhrasing = 'base' | 'wide';
+export type SynthPhrasing = 'base' | 'wide' | 'mined';
 
 /** How a synthetic INSERT names its columns: see SynthOptions.insertColumns. */
 export type SynthInsertColumns = 'mention';
@@ -701,7 +770,7 @@ export async function synthTasks(rng: Rng, n: number, o: SynthOptions = {}): Pro
   }
   if (!Object.values(weights).some((w) => w > 0)) throw new LmTargetError('LM_BAD_OPTION', 'synthTasks: every type weight is 0', {});
   const phrasing = o.phrasing ?? 'base';
-  if (phrasing !== 'base' && phrasing !== 'wide') throw new LmTargetError('LM_BAD_OPTION', `synthTasks: phrasing must be 'base' or 'wide', got ${String(phrasing)}`, { data: { phrasing } });
+  if (phrasing !== 'base' && phrasing !== 'wide' && phrasing !== 'mined') throw new LmTargetError('LM_BAD_OPTION', `synthTasks: phrasing must be 'base', 'wide' or 'mined', got ${String(phrasing)}`, { data: { phrasing } });
   if (o.insertColumns !== undefined && o.insertColumns !== 'mention') throw new LmTargetError('LM_BAD_OPTION', `synthTasks: insertColumns must be 'mention' or absent, got ${String(o.insertColumns)}`, { data: { insertColumns: o.insertColumns } });
   const rename = o.rename ?? 0;
   if (!(typeof rename === 'number' && rename >= 0 && rename <= 1)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: rename must be a probability in [0, 1], got ${String(rename)}`, { data: { rename } });
@@ -715,7 +784,7 @@ export async function synthTasks(rng: Rng, n: number, o: SynthOptions = {}): Pro
     const names = rename > 0 && rng.chance(rename);
     const values = rename > 0 && rng.chance(rename);
     const table = names || values ? augmentTable(rng, drawn, { names, values, pools: tables }) : drawn;
-    const d = draft(rng, table, type, phrasing === 'wide', o.insertColumns);
+    const d = draft(rng, table, type, phrasing !== 'base', o.insertColumns, phrasing === 'mined');
     if (!d) continue;
     const r = await runOnTable(table, d.sql);
     if (!r.ok) continue;
