@@ -229,6 +229,8 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'db-m-384-vwrt-x', envs: db, ...size.m, maxLen: 384, episodes: 24000, steps: 2000, seed: 1, maxNewTokens: 96, rename: 0.7, phrasing: 'wide', slots: 'values', rope: true, tokenShift: true, note: 'db-s-384-vwrt-x at m size with 2,000 steps (probe 11.7 %, dev 0 %: not vendored)' },
   // DBBench sketch parsers (dbbench/sketch.ts): the same synthetic tasks, learned as a sketch (kind, columns, value spans), not cloned token by token
   { name: 'db-sketch-a', envs: db, ...size.sk, maxLen: 256, episodes: 40000, steps: 6250, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 1, rename: 0.7, phrasing: 'mined', kind: 'sketch', note: 'a sketch parser (encoder, column heads, value-span pointers) on synthetic tasks with mined write and read phrasings, each seen 5 times' },
+  { name: 'db-sketch-b', envs: db, ...size.sk, maxLen: 256, episodes: 40000, steps: 6250, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 2, rename: 0.7, phrasing: 'mined', kind: 'sketch', note: 'db-sketch-a with seed 2' },
+  { name: 'db-sketch-c', envs: db, ...size.sk, maxLen: 256, episodes: 40000, steps: 6250, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 3, rename: 0.7, phrasing: 'mined', kind: 'sketch', note: 'db-sketch-a with seed 3' },
   { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
   { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
 ] satisfies ZooConfig[]);
