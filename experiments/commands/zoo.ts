@@ -57,7 +57,8 @@ export async function zooList(o: ZooListOptions): Promise<void> {
     const c = lm.resolveConfig(id);
     const dir = lm.modelDir(c);
     const onnx = join(dir, 'model.onnx');
-    const built = !lm.readMeta(c) || !existsSync(onnx) ? 'no' : isDecodeGraph(readFileSync(onnx)) ? 'yes' : 'stale';
+    // a sketch parser has no decode graph; a decoder exported before it is stale
+    const built = !lm.readMeta(c) || !existsSync(onnx) ? 'no' : c.kind === 'sketch' || isDecodeGraph(readFileSync(onnx)) ? 'yes' : 'stale';
     // a vendored copy (policies/targets/lm/vendor.ts) plays when the model is not built: yes, stale (another config hash), bad hash, no
     const vendored = vendoredState(c);
     return { name: id, target: `lm/${id}`, vendored, plays: built !== 'no' ? 'build' : vendored === 'yes' ? 'vendored' : null, envs: c.envs, dModel: c.dModel, nLayers: c.nLayers, nHeads: c.nHeads, dFf: c.dFf, maxLen: c.maxLen, episodes: c.episodes, steps: c.steps, seed: c.seed, base: c.base?.name ?? null, hash: c.hash, built, source: mine.has(c.name) ? 'config' : 'built-in', dir, note: c.note };
