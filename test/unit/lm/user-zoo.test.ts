@@ -38,6 +38,12 @@ test('user zoo - bad entries are LM_BAD_CONFIG naming the file, the entry and th
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, slots: names }')), /zoo\[0\] \(my-alf\)\.slots: /);
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, phrasing: wide }')), /zoo\[0\] \(my-alf\)\.phrasing: the synthetic tasks' phrasing is for DBBench/);
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, phrasing: long }')), /zoo\[0\] \(my-alf\)\.phrasing: /);
+  // a sketch parser: DBBench only, trained from scratch
+  t.regex(err(ok.replace('seed: 7 }', 'seed: 7, kind: sketch }')), /zoo\[0\] \(my-alf\)\.kind: a sketch parser plays DBBench only/);
+  t.regex(err(ok.replace('seed: 7 }', 'seed: 7, kind: parser }')), /zoo\[0\] \(my-alf\)\.kind: /);
+  t.regex(err('- { name: my-sk, base: db-sketch-a, envs: [dbbench], kind: sketch, episodes: 10, steps: 10, seed: 1 }\n'), /zoo\[0\] \(my-sk\)\.base: a sketch parser is trained from scratch/);
+  const sk = parseZooConfig('- { name: my-sk, envs: [dbbench], kind: sketch, phrasing: mined, dModel: 64, nLayers: 1, nHeads: 2, dFf: 128, maxLen: 256, episodes: 100, steps: 20, seed: 1 }\n', 's.yaml', ZOO);
+  t.is(sk[0]!.kind, 'sketch');
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, insertColumns: mention }')), /zoo\[0\] \(my-alf\)\.insertColumns: how synthetic INSERTs name their columns is for DBBench/);
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, insertColumns: header }')), /zoo\[0\] \(my-alf\)\.insertColumns: /);
   t.regex(err(ok.replace('seed: 7 }', 'seed: 7, searchOrder: sideways }')), /zoo\[0\] \(my-alf\)\.searchOrder: /);
