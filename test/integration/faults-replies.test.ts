@@ -77,7 +77,11 @@ test.serial('replies - short, replayed and mismatched forged replies are typed e
       t.is(seen(), 3, 'the rogue answered three requests (there are at least three: three chunks)');
       // a forged reply that lost the race to the actor's is ignored as late; each one that won was caught
       t.true(r.stats.resent >= 1, `chunks sent again: ${r.stats.resent}`);
-      t.is(logs.filter((l) => /has 1 records for a chunk of 8|record \d+ of a reply is alfworld|a reply for chunk not-this-chunk came for chunk/.test(l)).length, r.stats.resent, logs.join('\n'));
+      const forged = logs.filter((l) => /has 1 records for a chunk of 8|record \d+ of a reply is alfworld|a reply for chunk not-this-chunk came for chunk/.test(l)).length;
+      // on a loaded machine a node can also be taken for lost (no heartbeat in time) and its chunks sent again: still the clean result
+      const lost = logs.filter((l) => /died while rollout was in flight: node \S+ was lost/.test(l)).length;
+      t.true(forged >= 1, logs.join('\n'));
+      t.is(forged + lost, r.stats.resent, logs.join('\n'));
       t.is(canonicalJson(r.records), canonicalJson(reference));
     });
   } finally {
