@@ -35,16 +35,21 @@ test.serial('exp main - over three node processes gives the same numbers as in-p
     for (let i = 0; i < 3; i++) procs.push(await startNode(server.url, 'exp3', ['--resources', 'cpu=2', '--node-id', `n${i}`]));
     await cluster.waitForNodes(3, 15_000);
     let finished = false;
-    let hosts: string[] = [];
+    // every node seen hosting a target replica during the run (a snapshot can catch a replica still starting)
+    const hostSet = new Set<string>();
     const run = runExpMain({ ...OPTS, out: remote, rollout: { replicas: 3, chunk: 4 } }, { ...quiet, cluster }).finally(() => (finished = true));
     // a loaded machine can starve a node of CPU for seconds: stop one while its target replica
     // has chunks in flight, past the 3 s dead-after limit (so it is counted as lost), then let it go on
     const stall = (async () => {
-      while (!finished && !stalled) {
+      while (!finished) {
         const st = await cluster.status(300);
+        for (const h of st) if (h.actors.some((a) => a.cls === 'TargetActor')) hostSet.add(h.nodeId);
+        if (stalled) {
+          await new Promise((res) => setTimeout(res, 200));
+          continue;
+        }
         const busy = st.find((h) => h.nodeId !== 'n0' && h.actors.some((a) => a.cls === 'TargetActor' && a.pending > 0));
         if (!busy) continue;
-        hosts = st.filter((h) => h.actors.some((a) => a.cls === 'TargetActor')).map((h) => h.nodeId);
         stalled = procs[Number(busy.nodeId.slice(1))]!;
         stalled.child.kill('SIGSTOP');
         await new Promise((res) => setTimeout(res, 4500));
@@ -54,6 +59,7 @@ test.serial('exp main - over three node processes gives the same numbers as in-p
     const r = await run;
     await stall;
     t.is(r.ran, 15);
+    const hosts = [...hostSet].sort();
     t.is(hosts.length, 3, `target replicas on ${hosts.join(', ')}`);
     t.truthy(stalled, 'a node was stalled while its replica had work');
     t.true(logs.some((l) => /was lost/.test(l)), logs.join('\n'));

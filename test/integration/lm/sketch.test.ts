@@ -28,12 +28,14 @@ test.after.always(() => {
 
 const base = ZOO.find((z) => z.name === 'db-sketch-a')!;
 // the tiny budget is 30 tasks; this entry gets 400 (a few seconds of data) so there is something to learn
+// a smaller encoder than the zoo's (d64 × 2) keeps the builds to seconds of CPU
+const small = { dModel: 64, nLayers: 2, nHeads: 2, dFf: 128 };
 const zoo: ZooConfig[] = [
   ...ZOO,
-  { ...base, name: 'db-sketch-t', episodes: 400, steps: 120 },
-  { ...base, name: 'db-sketch-untrained', episodes: 400, steps: 0 },
+  { ...base, ...small, name: 'db-sketch-t', episodes: 400, steps: 120 },
+  { ...base, ...small, name: 'db-sketch-untrained', episodes: 400, steps: 0 },
   // built twice (here and in another folder): the same bytes
-  { ...base, name: 'db-sketch-d', episodes: 60, steps: 20 },
+  { ...base, ...small, name: 'db-sketch-d', episodes: 40, steps: 10 },
 ];
 const TASKS = taskIds('dbbench', EVAL_SPLIT.dbbench);
 const OPERATION = /^Action: Operation\n```sql\n(SELECT|INSERT|UPDATE|DELETE) [^\n]+\n```$/;
