@@ -213,7 +213,7 @@ def train(a):
     if a.get("fp16_out"):
         import onnx as onnxlib
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from server import compact_fp16
+        from onnx_fp16 import compact_fp16
         m = onnxlib.load(out)
         compact_fp16(m)
         onnxlib.save(m, a["fp16_out"])

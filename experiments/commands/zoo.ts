@@ -46,7 +46,6 @@ export interface ZooListOptions {
 export async function zooList(o: ZooListOptions): Promise<void> {
   const mine = new Set(await useZooConfig(o.config));
   const lm = await import('../../policies/targets/lm/index.ts');
-  const { isDecodeGraph } = await import('../../learner/onnx-meta.ts');
   const { vendoredState } = await import('../../policies/targets/lm/vendor.ts');
   // each entry, and its @tiny build where that is built or vendored
   const ids = lm.knownZoo().flatMap((z) => {
@@ -57,8 +56,7 @@ export async function zooList(o: ZooListOptions): Promise<void> {
     const c = lm.resolveConfig(id);
     const dir = lm.modelDir(c);
     const onnx = join(dir, 'model.onnx');
-    // a sketch parser has no decode graph; a decoder exported before it is stale
-    const built = !lm.readMeta(c) || !existsSync(onnx) ? 'no' : c.kind === 'sketch' || isDecodeGraph(readFileSync(onnx)) ? 'yes' : 'stale';
+    const built = !lm.readMeta(c) || !existsSync(onnx) ? 'no' : lm.staleBuild(c) ? 'stale' : 'yes';
     // a vendored copy (policies/targets/lm/vendor.ts) plays when the model is not built: yes, stale (another config hash), bad hash, no
     const vendored = vendoredState(c);
     return { name: id, target: `lm/${id}`, vendored, plays: built !== 'no' ? 'build' : vendored === 'yes' ? 'vendored' : null, envs: c.envs, dModel: c.dModel, nLayers: c.nLayers, nHeads: c.nHeads, dFf: c.dFf, maxLen: c.maxLen, episodes: c.episodes, steps: c.steps, seed: c.seed, base: c.base?.name ?? null, hash: c.hash, built, source: mine.has(c.name) ? 'config' : 'built-in', dir, note: c.note };

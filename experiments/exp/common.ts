@@ -14,9 +14,8 @@ import { formatLogRecord } from '../../cluster/logs.ts';
 import { parseTargetSpec } from '../../policies/targets/spec.ts';
 import { targetOptionsByTarget, type TargetOptions } from '../../policies/targets/options.ts';
 import { checkTarget } from '../commands/targets.ts';
-import { buildZoo, modelDir, readMeta, resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { buildZoo, readMeta, resolveConfig, staleBuild } from '../../policies/targets/lm/zoo.ts';
 import { playableMeta } from '../../policies/targets/lm/vendor.ts';
-import { isDecodeGraph } from '../../learner/onnx-meta.ts';
 import { configHash, resolveOptions, withConfigFile } from '../runner/config.ts';
 import { ExpError } from '../runner/errors.ts';
 import { ExpRun, episodesOf, rolesOf, testTasks, trainBatches, type EvalRow } from '../runner/evaluate.ts';
@@ -313,9 +312,7 @@ export async function ensureLmTargets(targets: readonly string[], log: (line: st
     const c = resolveConfig(n);
     // not built: built now, unless a vendored copy of this config plays it (policies/targets/lm/vendor.ts)
     if (!readMeta(c)) return !playableMeta(c);
-    const onnx = join(modelDir(c), 'model.onnx');
-    // a sketch parser has no decode graph to be older than
-    return c.kind !== 'sketch' && existsSync(onnx) && !isDecodeGraph(readFileSync(onnx));
+    return staleBuild(c);
   });
   if (!missing.length) return;
   log(`building lm targets not in the zoo yet (or exported before the decode graph): ${missing.map((n) => `lm/${n}`).join(', ')} (hr1 zoo build; cached afterwards)`);

@@ -25,6 +25,7 @@ export {
   knownZoo,
   resolveConfig,
   readMeta,
+  staleBuild,
   modelDir,
   zooDir,
   type ZooConfig,

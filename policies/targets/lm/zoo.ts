@@ -380,6 +380,15 @@ export function modelDir(c: ResolvedConfig, dir?: string): string {
   return join(zooDir(dir), c.hash);
 }
 
+/**
+ * Whether the build of `c` in the zoo folder is a decoder exported before the decode graph (so it
+ * must be exported again from its checkpoint). A sketch parser has no decode graph to be older than.
+ */
+export function staleBuild(c: ResolvedConfig, dir?: string): boolean {
+  const onnx = join(modelDir(c, dir), 'model.onnx');
+  return c.kind !== 'sketch' && existsSync(onnx) && !isDecodeGraph(readFileSync(onnx));
+}
+
 /** meta.json of a built config, or null. */
 export function readMeta(c: ResolvedConfig, dir?: string): LmMeta | null {
   const p = join(modelDir(c, dir), 'meta.json');

@@ -17,11 +17,9 @@ import { teacherModel } from '../../../policies/targets/lm/dbbench/teacher.ts';
 import type { DbbenchTask } from '../../../envs/dbbench/index.ts';
 
 /** Outputs that say a task's labels exactly (a perfect parser), for the input the loop encodes. */
-function oracleRunner(task: DbbenchTask): SketchRunner & { calls: number } {
-  const r = {
-    calls: 0,
+function oracleRunner(task: DbbenchTask): SketchRunner {
+  return {
     async run(inp: SketchInput) {
-      r.calls++;
       // the task's own columns, position for position with those the request names
       const ex = sketchExample({ description: inp.question, tableName: inp.table, columns: task.columns, sqlQuery: task.sqlQuery, label: task.label }, inp.extra);
       if (!ex) throw new Error(`no sketch example for ${task.id}`);
@@ -42,7 +40,6 @@ function oracleRunner(task: DbbenchTask): SketchRunner & { calls: number } {
     },
     release: async () => undefined,
   };
-  return r;
 }
 
 test('sketch - every synthetic shape reads back; values are found in the question', async (t) => {

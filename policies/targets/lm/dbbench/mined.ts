@@ -252,25 +252,29 @@ export function minedTemplates(): MinedTemplate[] {
   return out;
 }
 
+/** Pieces with each slot replaced by `value(slot)`, lower-cased where the slot was said in lower case. */
+function fillPieces(pieces: readonly MinedPiece[], value: (p: Exclude<MinedPiece, string>) => string): string {
+  return pieces.map((p) => (typeof p === 'string' ? p : 'lower' in p && p.lower ? value(p).toLowerCase() : value(p))).join('');
+}
+
 /** A template filled: `names` of the table and columns, `values` as the slots number them. */
 export function fillTemplate(m: MinedTemplate, f: { table: string; column: (i: number) => string; value: (i: number) => string; keyColumn?: string; keyValue?: string }): string {
-  return m.pieces
-    .map((p) => {
-      if (typeof p === 'string') return p;
-      switch (p.slot) {
-        case 'T':
-          return f.table;
-        case 'C':
-          return p.lower ? f.column(p.i).toLowerCase() : f.column(p.i);
-        case 'V':
-          return f.value(p.i);
-        case 'Y':
-          return p.lower ? (f.keyColumn ?? '').toLowerCase() : (f.keyColumn ?? '');
-        case 'K':
-          return f.keyValue ?? '';
-      }
-    })
-    .join('');
+  return fillPieces(m.pieces, (p) => {
+    switch (p.slot) {
+      case 'T':
+        return f.table;
+      case 'C':
+        return f.column(p.i);
+      case 'V':
+        return f.value(p.i);
+      case 'Y':
+        return f.keyColumn ?? '';
+      case 'K':
+        return f.keyValue ?? '';
+      default:
+        return '';
+    }
+  });
 }
 
 // ---------------------------------------------------------------- read requests
@@ -358,26 +362,22 @@ export function minedReads(): MinedRead[] {
 
 /** A read template filled with a table's names and values. */
 export function fillRead(m: MinedRead, f: { table: string; sel?: string; num?: string; eqColumn: (i: number) => string; eqValue: (i: number) => string; bound?: string }): string {
-  const low = (s: string, lower: boolean): string => (lower ? s.toLowerCase() : s);
-  return m.pieces
-    .map((p) => {
-      if (typeof p === 'string') return p;
-      switch (p.slot) {
-        case 'T':
-          return f.table;
-        case 'S':
-          return low(f.sel ?? '', p.lower);
-        case 'N':
-          return low(f.num ?? '', p.lower);
-        case 'Q':
-          return low(f.eqColumn(p.i), p.lower);
-        case 'W':
-          return f.eqValue(p.i);
-        case 'B':
-          return f.bound ?? '';
-        default:
-          return '';
-      }
-    })
-    .join('');
+  return fillPieces(m.pieces, (p) => {
+    switch (p.slot) {
+      case 'T':
+        return f.table;
+      case 'S':
+        return f.sel ?? '';
+      case 'N':
+        return f.num ?? '';
+      case 'Q':
+        return f.eqColumn(p.i);
+      case 'W':
+        return f.eqValue(p.i);
+      case 'B':
+        return f.bound ?? '';
+      default:
+        return '';
+    }
+  });
 }

@@ -14,7 +14,7 @@ import { DEFAULT_PYTHON, reproducibleBlasEnv } from '../../../../learner/index.t
 import { LmTargetError } from '../errors.ts';
 import { SKILL_BANK, WARNING_BANK } from '../hints.ts';
 import { LM_META_FORMAT, type LmMeta, type ResolvedConfig } from '../zoo.ts';
-import { SKETCH_MAX_COLS, SKETCH_WORD_BUCKETS, sketchExample } from './sketch.ts';
+import { SKETCH_WORD_BUCKETS, sketchExample } from './sketch.ts';
 import { synthTasks } from './synth.ts';
 
 export const SKETCH_SCRIPT = fileURLToPath(new URL('../../../../learner/sketch.py', import.meta.url));
@@ -46,10 +46,7 @@ export async function sketchRows(c: Pick<ResolvedConfig, 'episodes' | 'seed' | '
     const extra = rng.chance(c.hintRate) ? rng.pick(HARNESS_TEXTS) : undefined;
     const e = sketchExample(t, extra);
     if (!e) continue;
-    const L = e.enc.length;
-    const col = new Array<number>(L).fill(-1);
-    for (let k = 0; k < SKETCH_MAX_COLS; k++) for (let i = 0; i < L; i++) if (e.enc.colmat[k * L + i]! > 0) col[i] = k;
-    rows.push({ f: e.enc.feats, p: e.enc.pos, q: e.enc.qmask, c: col, k: e.kind, s: e.sel, n: e.num, w: e.where, t: e.set, ss: e.spanStart, se: e.spanEnd });
+    rows.push({ f: e.enc.feats, p: e.enc.pos, q: e.enc.qmask, c: e.enc.col, k: e.kind, s: e.sel, n: e.num, w: e.where, t: e.set, ss: e.spanStart, se: e.spanEnd });
   }
   return { rows, tasks: tasks.length };
 }

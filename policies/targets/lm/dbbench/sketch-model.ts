@@ -32,12 +32,12 @@ export interface SketchRunner {
   release(): Promise<void>;
 }
 
-/** Load a sketch parser's ONNX graph (bytes or a path). */
-export async function loadSketch(model: Uint8Array | string, label: string): Promise<SketchRunner> {
+/** Load a sketch parser's ONNX graph from `file`. */
+export async function loadSketch(file: string, label: string): Promise<SketchRunner> {
   let session: ort.InferenceSession;
   try {
     // intraOpNumThreads left out unless set: undefined throws in onnxruntime-node
-    session = typeof model === 'string' ? await ort.InferenceSession.create(model, { ...ortThreadOptions() }) : await ort.InferenceSession.create(model, { ...ortThreadOptions() });
+    session = await ort.InferenceSession.create(file, { ...ortThreadOptions() });
   } catch (e) {
     throw new LmTargetError('LM_BAD_META', `cannot load ${label}: ${(e as Error).message}; rebuild it (\`hr1 zoo build --only NAME --force\`)`, { cause: e });
   }

@@ -74,7 +74,9 @@ export interface SketchEncoded {
   mask: number[];
   /** L: 1 for a question token (where a value span may be) */
   qmask: number[];
-  /** SKETCH_MAX_COLS × L: column i's tokens, each 1 / its length (mean pooling) */
+  /** L: the column each token belongs to, -1 for none */
+  col: number[];
+  /** SKETCH_MAX_COLS × L: column i's tokens, each 1 / its length (mean pooling; from `col`) */
   colmat: number[];
   /** the question's tokens (their offsets give a span's text) */
   qTokens: SketchToken[];
@@ -98,35 +100,29 @@ function shapeId(text: string, tok: SketchToken, quoted: boolean): number {
   return shape * 2 + (quoted ? 1 : 0);
 }
 
-/**
- * Which tokens of a question sit inside a quote pair ('…', "…", `…`); with `marks`, which tokens
- * are quote marks themselves (an apostrophe inside a word is none).
- */
-function quotedFlags(text: string, toks: readonly SketchToken[], marks = false): boolean[] {
+/** Which tokens of a text are quote marks (', ", `); an apostrophe inside a word (don't, Hawai'i) is none. */
+function quoteMarks(text: string, toks: readonly SketchToken[]): boolean[] {
+  return toks.map((t) => {
+    const raw = text.slice(t.start, t.end);
+    const prev = text[t.start - 1];
+    const next = text[t.end];
+    const inWord = raw === "'" && prev !== undefined && /[\p{L}\p{N}]/u.test(prev) && next !== undefined && /[\p{L}\p{N}]/u.test(next);
+    return (raw === "'" || raw === '"' || raw === '`') && !inWord;
+  });
+}
+
+/** Which tokens of a question sit inside a quote pair ('…', "…", `…`). */
+function quotedFlags(text: string, toks: readonly SketchToken[]): boolean[] {
   const out = toks.map(() => false);
-  if (marks) {
-    toks.forEach((t, i) => {
-      const raw = text.slice(t.start, t.end);
-      const prev = text[t.start - 1];
-      const next = text[t.end];
-      const inWord = raw === "'" && prev !== undefined && /[\p{L}\p{N}]/u.test(prev) && next !== undefined && /[\p{L}\p{N}]/u.test(next);
-      out[i] = (raw === "'" || raw === '"' || raw === '`') && !inWord;
-    });
-    return out;
-  }
+  const marks = quoteMarks(text, toks);
   let open: { ch: string; at: number } | null = null;
   toks.forEach((t, i) => {
+    if (!marks[i]) return;
     const raw = text.slice(t.start, t.end);
-    if (raw === "'" || raw === '"' || raw === '`') {
-      // an apostrophe inside a word (don't, Hawai'i) is no quote
-      const prev = text[t.start - 1];
-      const next = text[t.end];
-      if (raw === "'" && prev !== undefined && /[\p{L}\p{N}]/u.test(prev) && next !== undefined && /[\p{L}\p{N}]/u.test(next)) return;
-      if (open && open.ch === raw) {
-        for (let j = open.at + 1; j < i; j++) out[j] = true;
-        open = null;
-      } else if (!open) open = { ch: raw, at: i };
-    }
+    if (open && open.ch === raw) {
+      for (let j = open.at + 1; j < i; j++) out[j] = true;
+      open = null;
+    } else if (!open) open = { ch: raw, at: i };
   });
   return out;
 }
@@ -176,7 +172,7 @@ export function encodeSketch(inp: SketchInput): SketchEncoded {
     const idx = colOf.map((x, i) => (x === c ? i : -1)).filter((i) => i >= 0);
     for (const i of idx) colmat[c * L + i] = 1 / idx.length;
   }
-  return { feats, pos, mask: new Array<number>(L).fill(1), qmask, colmat, qTokens: q, nCols: cols.length, length: L };
+  return { feats, pos, mask: new Array<number>(L).fill(1), qmask, col: colOf, colmat, qTokens: q, nCols: cols.length, length: L };
 }
 
 // ---------------------------------------------------------------- labels from generated SQL
@@ -417,7 +413,7 @@ export function decodeSketch(inp: SketchInput, enc: SketchEncoded, out: SketchOu
   };
   const qIdx = enc.qmask.map((m, i) => (m > 0 ? i : -1)).filter((i) => i >= 0);
   // a value never runs across a quote mark, and the values of one statement never overlap
-  const quoteAt = quotedFlags(inp.question, enc.qTokens, true);
+  const quoteAt = quoteMarks(inp.question, enc.qTokens);
   const taken: Array<[number, number]> = [];
   const candidates = (c: number): Array<{ s: number; e: number; lp: number }> => {
     const st = arr(out.start, c * L, L);
@@ -440,8 +436,8 @@ export function decodeSketch(inp: SketchInput, enc: SketchEncoded, out: SketchOu
   const spans = (cs: readonly number[]): Map<number, string> => {
     const got = new Map<number, string>();
     const cands = new Map(cs.map((c) => [c, candidates(c)] as const));
-    const best = (c: number): number => Math.max(-Infinity, ...cands.get(c)!.map((x) => x.lp));
-    for (const c of [...cs].sort((a, b) => best(b) - best(a) || a - b)) {
+    const best = new Map(cs.map((c) => [c, Math.max(-Infinity, ...cands.get(c)!.map((x) => x.lp))] as const));
+    for (const c of [...cs].sort((a, b) => best.get(b)! - best.get(a)! || a - b)) {
       const free = cands.get(c)!.filter((x) => taken.every(([a, b]) => x.e < a || x.s > b));
       if (free.length === 0) {
         got.set(c, '');
