@@ -1,12 +1,28 @@
 import test from 'ava';
+import type { Command } from 'commander';
+import { program } from '../../experiments/cli/program.ts';
 import { hr1 } from './processes.ts';
 
-test('cli - every subcommand has --help', async (t) => {
-  const all = [[], ['demo'], ['node'], ['status'], ['logs'], ['dashboard'], ['bench'], ['bench', 'cluster'], ['bench', 'envs'], ['bench', 'rollout'], ['bench', 'harness'], ['bench', 'learning'], ['bench', 'validator'], ['envs'], ['envs', 'verify'], ['envs', 'replay'], ['eval'], ['serve'], ['patch', 'check'], ['patch', 'show'], ['sim', 'table'], ['packet', 'show'], ['sft', 'build'], ['train'], ['exp'], ['exp', 'main'], ['exp', 'sweep'], ['exp', 'crosstask'], ['exp', 'ablate'], ['exp', 'coevolve'], ['report'], ['episodes'], ['episodes', 'export'], ['zoo', 'build'], ['zoo', 'table']];
-  for (const args of all) {
+test('cli - every subcommand has help: each command of the program, walked in-process, has a description and a usage line', (t) => {
+  const seen: string[] = [];
+  const walk = (c: Command, path: string[]): void => {
+    const name = [...path, c.name()].join(' ');
+    seen.push(name);
+    t.true(c.description().length > 10, `${name}: no description`);
+    t.regex(c.helpInformation(), new RegExp(`^Usage: ${name.replace(/ /g, ' ')}`), name);
+    for (const sub of c.commands) walk(sub, [...path, c.name()]);
+  };
+  walk(program, []);
+  // the commands a user reaches first, and every experiment, are among them
+  for (const want of ['hr1 demo', 'hr1 node', 'hr1 bench cluster', 'hr1 envs verify', 'hr1 eval', 'hr1 train', 'hr1 exp main', 'hr1 exp sweep', 'hr1 exp crosstask', 'hr1 exp ablate', 'hr1 exp coevolve', 'hr1 report', 'hr1 episodes export', 'hr1 zoo build', 'hr1 zoo table', 'hr1 zoo verify']) t.true(seen.includes(want), want);
+  t.true(seen.length >= 35, `${seen.length} commands`);
+});
+
+test('cli - --help of a real process: the top level, a nested command, a leaf', async (t) => {
+  for (const args of [[], ['exp', 'main'], ['zoo', 'build']]) {
     const p = hr1([...args, '--help']);
     t.is(await p.exited, 0, `hr1 ${args.join(' ')} --help`);
-    t.regex(p.out(), /Usage: hr1/);
+    t.regex(p.out(), new RegExp(`Usage: hr1${args.map((a) => ' ' + a).join('')}`));
   }
 });
 

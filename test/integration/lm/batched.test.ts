@@ -1,5 +1,5 @@
 /**
- * Learned targets decode through the batcher: 10 episodes in flight on one model give the
+ * Learned targets decode through the batcher: episodes in flight on one model give the
  * episodes one at a time gives, byte for byte, on ALFWorld and WebShop; a zoo model exported
  * before the decode graph is LM_STALE until `hr1 zoo build` re-exports it; a model file that
  * does not match its meta.json is LM_BAD_META.
@@ -31,7 +31,7 @@ const zoo: ZooConfig[] = [
 const built = buildZoo({ only: ['alf-batch', 'ws-batch', 'alf-shift-batch'], dir, zoo, jobs: 2 });
 
 /** episodes played both ways (all in flight at once, then one decision at a time) */
-const EPISODES = 10;
+const EPISODES = 6;
 
 async function play(name: string, env: LmEnv, concurrency: number): Promise<{ records: EpisodeRecord[]; peak: number; meanRows: number; prefixShare: number }> {
   // alone: one decision at a time, every prompt prefilled from scratch; else the defaults (batcher, prefix cache)
