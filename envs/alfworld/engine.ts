@@ -128,6 +128,7 @@ function queryOf(g: Game, v: Variant, text: string): Query {
   return q;
 }
 import { compileCondition } from './game.ts';
+import { StateMemo, factsKey } from './state-memo.ts';
 function compileConditionCached(g: Game, text: string): Query {
   return compileCondition(g, text);
 }
@@ -390,9 +391,11 @@ export function reset(g: Game, opts: ResetOpts = {}): ResetResult {
   return { state, observation, info };
 }
 
+const admissibleMemo = new StateMemo<readonly string[]>();
+
 export function admissible(g: Game, state: AlfState): string[] {
   checkState(g, state);
-  return admissibleOf(g, variant(g, state.grammar), worldOf(g, state.facts));
+  return admissibleMemo.get(g, factsKey(state.grammar, state.facts), () => admissibleOf(g, variant(g, state.grammar), worldOf(g, state.facts))).slice();
 }
 
 export function checkState(g: Game, s: AlfState): void {

@@ -10,6 +10,7 @@ import type { Formula } from './pddl.ts';
 import { factKey, type World } from './logic.ts';
 import type { Game, GrammarKind } from './game.ts';
 import { checkState, worldOf, type AlfState } from './engine.ts';
+import { StateMemo, factsKey } from './state-memo.ts';
 
 export interface TaskSpec {
   otype: string;
@@ -117,10 +118,17 @@ export function isDeadEnd(g: Game, state: AlfState): boolean {
   });
 }
 
+const expertMemo = new StateMemo<string | null>();
+
 /** The next oracle action, or null when the game is already won ('look' in a dead end). */
 export function expert(g: Game, state: AlfState): string | null {
   checkState(g, state);
   if (state.won) return null;
+  return expertMemo.get(g, factsKey(state.grammar, state.facts), () => expertOf(g, state));
+}
+
+/** expert()'s plan: a function of the state's grammar and facts only */
+function expertOf(g: Game, state: AlfState): string | null {
   const spec = taskSpec(g, g.goalFormula);
   const w = worldOf(g, state.facts);
   const P = (n: string): number => {

@@ -232,6 +232,7 @@ export const ZOO: readonly ZooConfig[] = Object.freeze([
   { name: 'db-sketch-b', envs: db, ...size.sk, maxLen: 256, episodes: 40000, steps: 6250, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 2, rename: 0.7, phrasing: 'mined', kind: 'sketch', note: 'db-sketch-a with seed 2' },
   { name: 'db-sketch-c', envs: db, ...size.sk, maxLen: 256, episodes: 40000, steps: 6250, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 3, rename: 0.7, phrasing: 'mined', kind: 'sketch', note: 'db-sketch-a with seed 3' },
   { name: 'db-sketch-x', envs: db, ...size.sk, maxLen: 256, episodes: 80000, steps: 12500, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 1, rename: 0.7, phrasing: 'mined', kind: 'sketch', note: 'db-sketch-a with 2× the tasks and 2× the steps' },
+  { name: 'db-sketch-x-b', envs: db, ...size.sk, maxLen: 256, episodes: 80000, steps: 12500, batch: 32, lr: 1e-3, hintRate: 0.2, seed: 2, rename: 0.7, phrasing: 'mined', kind: 'sketch', note: 'db-sketch-x with seed 2: the seed spread at the larger budget' },
   { name: 'db-sketch-b-lr', envs: db, ...size.sk, maxLen: 256, episodes: 40000, steps: 6250, batch: 32, lr: 5e-4, hintRate: 0.2, seed: 2, rename: 0.7, phrasing: 'mined', kind: 'sketch', note: 'db-sketch-b at half the learning rate (its loss ended at 1.71 against seed 1\'s 0.84)' },
   { name: 'db-s-384-lo', envs: db, ...size.s, maxLen: 384, episodes: 200, steps: 800, seed: 1, maxNewTokens: 96, rename: 0.7, note: 'little data' },
   { name: 'db-m-384-a', envs: db, ...size.m, maxLen: 384, episodes: 3000, steps: 1000, seed: 1, maxNewTokens: 96, rename: 0.7 },
