@@ -391,7 +391,7 @@ export function reset(g: Game, opts: ResetOpts = {}): ResetResult {
   return { state, observation, info };
 }
 
-const admissibleMemo = new StateMemo<readonly string[]>();
+const admissibleMemo = new StateMemo<readonly string[]>(4096);
 
 export function admissible(g: Game, state: AlfState): string[] {
   checkState(g, state);

@@ -118,7 +118,7 @@ export function isDeadEnd(g: Game, state: AlfState): boolean {
   });
 }
 
-const expertMemo = new StateMemo<string | null>();
+const expertMemo = new StateMemo<string | null>(8192);
 
 /** The next oracle action, or null when the game is already won ('look' in a dead end). */
 export function expert(g: Game, state: AlfState): string | null {

@@ -33,7 +33,8 @@ test('state memo - least recently used keys go first; a hit does not compute aga
   t.is(m.get(g, 'a', f(9)), 1);
   t.is(m.get(g, 'b', f(4)), 4); // computed again
   t.is(calls, 4);
-  // another Game object never shares entries, whatever its id
+  // another Game object never shares entries, whatever its id; the bound is over all games
   const other = { ...g };
   t.is(m.get(other, 'a', f(5)), 5);
+  t.is(m.size, 2);
 });
