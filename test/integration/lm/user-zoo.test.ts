@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { runEpisode } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds } from '../../../policies/targets/lm/bc.ts';
 import { lmModel } from '../../../policies/targets/lm/model.ts';
-import { hr1 } from '../processes.ts';
+import { hr1, waitFor } from '../processes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hr1-user-zoo-'));
 test.after.always(() => rmSync(dir, { recursive: true, force: true }));
@@ -49,4 +49,18 @@ test.serial('user zoo - a bad zoo file is one error line naming the entry and th
   t.is(await p.exited, 2, p.out());
   t.regex(p.out(), /^hr1: .*LM_BAD_CONFIG.*bad\.yaml: zoo\[0\] \(my-bad\)\.nHeads: must divide dModel \(30\)/m);
   t.notRegex(p.out(), /\n\s+at /, 'no stack');
+});
+
+test.serial('user zoo - SIGTERM while a sketch build draws its synthetic tasks stops it (exit 143) within the draw, not after it', async (t) => {
+  // 400,000 tasks: drawing them alone takes many minutes here; the signal must not wait for them
+  t.timeout(90_000);
+  const big = join(dir, 'big.yaml');
+  writeFileSync(big, 'zoo:\n  - { name: my-big-sketch, envs: [dbbench], kind: sketch, dModel: 64, nLayers: 1, nHeads: 2, dFf: 128, maxLen: 256, episodes: 400000, steps: 10, batch: 8, lr: 0.001, seed: 1 }\n');
+  const p = hr1(['zoo', 'build', '--config', big, '--jobs', '1'], env);
+  t.teardown(() => void p.child.kill('SIGKILL'));
+  await waitFor(p, /drawing 400000 synthetic tasks/, 60_000);
+  await new Promise((r) => setTimeout(r, 1500));
+  p.child.kill('SIGTERM');
+  t.is(await p.exited, 143, p.out());
+  t.notRegex(p.out(), /sketch examples; training/, 'stopped while drawing');
 });

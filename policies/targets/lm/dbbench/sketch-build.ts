@@ -16,6 +16,7 @@ import { SKILL_BANK, WARNING_BANK } from '../hints.ts';
 import { LM_META_FORMAT, type LmMeta, type ResolvedConfig } from '../zoo.ts';
 import { SKETCH_WORD_BUCKETS, sketchExample } from './sketch.ts';
 import { synthTasks } from './synth.ts';
+import { turnEventLoop } from '../../../../cluster/turn.ts';
 
 export const SKETCH_SCRIPT = fileURLToPath(new URL('../../../../learner/sketch.py', import.meta.url));
 
@@ -42,7 +43,8 @@ export async function sketchRows(c: Pick<ResolvedConfig, 'episodes' | 'seed' | '
   const tasks = await synthTasks(new Rng(`lm-dbsynth:${c.seed}`), c.episodes, { rename: c.rename ?? 0, ...(c.phrasing ? { phrasing: c.phrasing } : {}) });
   const rng = new Rng(`lm-sketch-hints:${c.seed}`);
   const rows: Row[] = [];
-  for (const t of tasks) {
+  for (const [i, t] of tasks.entries()) {
+    if (i % 2048 === 2047) await turnEventLoop();
     const extra = rng.chance(c.hintRate) ? rng.pick(HARNESS_TEXTS) : undefined;
     const e = sketchExample(t, extra);
     if (!e) continue;
@@ -54,6 +56,7 @@ export async function sketchRows(c: Pick<ResolvedConfig, 'episodes' | 'seed' | '
 /** Train a sketch config into `dir` (a fresh folder) and return its meta. */
 export async function buildSketch(c: ResolvedConfig, dir: string, o: { python?: string; blasThreads?: number; tick?: (n: number) => void; log?: (line: string) => void }): Promise<LmMeta> {
   const t0 = performance.now();
+  o.log?.(`lm/${c.id}: drawing ${c.episodes} synthetic tasks from the training split's tables, then their sketches`);
   const { rows, tasks } = await sketchRows(c);
   if (rows.length === 0) throw new LmTargetError('LM_BAD_OPTION', `lm/${c.id}: none of its ${tasks} synthetic tasks gave a sketch example; raise episodes`, { data: { name: c.id } });
   const data = join(dir, 'data.json');

@@ -16,6 +16,7 @@ import { pyFloat, pyRowsRepr, pyLiteralEval, pyStr, type PyLit } from '../../../
 import { TRUNCATE_AT } from '../../../../envs/dbbench/protocol.ts';
 import { LmTargetError } from '../errors.ts';
 import { fillRead, fillTemplate, minedReads, minedTemplates, type MinedReadKind, type MinedTemplate } from './mined.ts';
+import { turnEventLoop } from '../../../../cluster/turn.ts';
 
 /** A training table: name, columns and rows (cells as the task data has them). */
 export interface SynthTable {
@@ -778,6 +779,8 @@ export async function synthTasks(rng: Rng, n: number, o: SynthOptions = {}): Pro
   let tries = 0;
   while (out.length < n) {
     if (++tries > 50 * (n + 10)) throw new LmTargetError('LM_BAD_OPTION', `synthTasks: could not draw ${n} tasks from ${tables.length} tables with these weights`, { data: { n } });
+    // a signal (Ctrl-C on hr1 zoo build) is handled within 256 draws, not after all of them
+    if (tries % 256 === 0) await turnEventLoop();
     const type = pickType(rng, weights);
     const drawn = rng.pick(tables);
     // (no draws at rename 0: the same tasks as without the option)
