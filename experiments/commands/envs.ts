@@ -119,7 +119,7 @@ async function benchEnvDirect(env: string, o: { seconds: number; threads: number
         }),
       );
       const rate = (steps / (performance.now() - t0)) * 1000;
-      console.log(`\nalfworld through the pool (${o.threads} threads, 64 steps a message, 512 episodes in flight, expert action from the worker, memoised per state (state-memo.ts), so the episodes replayed after a reset mostly hit it): ${rate.toFixed(0)} steps/s, ${(rate / o.threads).toFixed(0)} per thread`);
+      console.log(`\nalfworld through the pool (${o.threads} threads, 64 steps a message, 512 episodes in flight, expert action from the worker, memoised per state (state-memo.ts): an episode replayed after a reset can be answered from the memo): ${rate.toFixed(0)} steps/s, ${(rate / o.threads).toFixed(0)} per thread`);
     } finally {
       await pool.destroy();
     }
