@@ -4,7 +4,9 @@
  * whether a call "timed out" never depends on the machine's speed or load. A wall-clock guard
  * (far above what the fuel allows on any sane machine) stops a call that would hang the host; when
  * it fires the result is an infra error (outcome kind 'wallclock'; the episode ends as
- * `sandbox_error` and is run again), never a different episode. It sees only what is passed in as
+ * `sandbox_error` and is run again), never a different episode. The guard does not fire on a host
+ * that is only busy: while this process has used less CPU than the guard since the call began, the
+ * call is starved rather than slow and the guard waits, up to STARVED_GUARD_FACTOR × the guard. It sees only what is passed in as
  * JSON: no process, require, timers, fetch, WebAssembly or host objects; inside it, Date is frozen
  * at 0 and Math.random is seeded.
  */
@@ -17,6 +19,29 @@ import { HarnessError, errorText, wallGuardError } from './errors.ts';
  * infra error: the episode is not a result and is run again. @default 10_000
  */
 export const DEFAULT_WALL_GUARD_MS = 10_000;
+/**
+ * how far past the guard a starved call may run, as a multiple of it: when the guard's time is up
+ * but this process has used less CPU than the guard since the call began (other processes had the
+ * cores: a busy CI machine), the deadline moves on by the CPU still unused, and the guard fires
+ * regardless at this multiple. @default 6 (60 s of wall clock at the default guard)
+ */
+export const STARVED_GUARD_FACTOR = 6;
+
+/** the clocks the guard reads, ms; injectable so the starvation rule can be tested */
+export interface SandboxClock {
+  /** monotonic wall clock */
+  wall(): number;
+  /** CPU time of this process (all its threads, user + system) */
+  cpu(): number;
+}
+
+export const HOST_CLOCK: SandboxClock = {
+  wall: () => performance.now(),
+  cpu: () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  },
+};
 /**
  * the budget of one call, deterministic: ticks of 10,000 QuickJS interrupt polls (backward jumps
  * and calls), so 400,000 polls by default: enough for a hook that compares a proposal with every
@@ -189,22 +214,36 @@ export class CodeSandbox {
   private runner: QuickJSHandle | null = null;
   private hook: QuickJSHandle | null = null;
   private deadline = 0;
+  /** wall and process-CPU clock when the call began */
+  private armedWall = 0;
+  private armedCpu = 0;
   private ticks = 0;
   /** the last interrupt came from the wall-clock guard, not the fuel */
   private wallFired = false;
   private readonly limits: SandboxLimits;
   private readonly module: QuickJSWASMModule;
+  private readonly clock: SandboxClock;
 
-  private constructor(module: QuickJSWASMModule, limits: SandboxLimits) {
+  private constructor(module: QuickJSWASMModule, limits: SandboxLimits, clock: SandboxClock) {
     this.module = module;
     this.limits = limits;
+    this.clock = clock;
     this.rt = module.newRuntime();
     this.rt.setMemoryLimit(limits.memoryBytes);
     this.rt.setMaxStackSize(limits.stackBytes);
     this.rt.setInterruptHandler(() => {
       this.ticks++;
       if (this.ticks > this.limits.fuelTicks) return true;
-      if (performance.now() > this.deadline) {
+      const now = this.clock.wall();
+      if (now > this.deadline) {
+        // starved, not slow: the process has not had the guard's CPU since the call began, so this
+        // call has not either; wait for the CPU still unused (bounded by STARVED_GUARD_FACTOR)
+        const used = this.clock.cpu() - this.armedCpu;
+        const hardStop = this.armedWall + this.limits.wallGuardMs * STARVED_GUARD_FACTOR;
+        if (used < this.limits.wallGuardMs && now < hardStop) {
+          this.deadline = Math.min(hardStop, now + Math.max(10, this.limits.wallGuardMs - used));
+          return false;
+        }
         this.wallFired = true;
         return true;
       }
@@ -214,17 +253,17 @@ export class CodeSandbox {
   }
 
   /** compile `source` (which must define `function hook(ctx, nb)`); never throws for bad source */
-  static async compile(source: string, opts: { seed?: number; limits?: Partial<SandboxLimits> } = {}): Promise<CompileResult> {
+  static async compile(source: string, opts: { seed?: number; limits?: Partial<SandboxLimits>; clock?: SandboxClock } = {}): Promise<CompileResult> {
     const limits = resolveLimits(opts.limits);
-    return CodeSandbox.compileWith(await sandboxModule(), source, { seed: opts.seed ?? 0, limits });
+    return CodeSandbox.compileWith(await sandboxModule(), source, { seed: opts.seed ?? 0, limits, ...(opts.clock ? { clock: opts.clock } : {}) });
   }
 
   /** compile with an already loaded module (synchronous; used to restart a hook after a fault) */
-  static compileWith(module: QuickJSWASMModule, source: string, opts: { seed: number; limits: SandboxLimits }): CompileResult {
+  static compileWith(module: QuickJSWASMModule, source: string, opts: { seed: number; limits: SandboxLimits; clock?: SandboxClock }): CompileResult {
     const limits = opts.limits;
     let sb: CodeSandbox | null = null;
     try {
-      sb = new CodeSandbox(module, limits);
+      sb = new CodeSandbox(module, limits, opts.clock ?? HOST_CLOCK);
       const vm = sb.vm as QuickJSContext;
       sb.arm();
       const pre = vm.evalCode(PRELUDE(opts.seed, limits.maxResultChars), 'prelude.js');
@@ -262,7 +301,9 @@ export class CodeSandbox {
   private arm(): void {
     this.ticks = 0;
     this.wallFired = false;
-    this.deadline = performance.now() + this.limits.wallGuardMs;
+    this.armedWall = this.clock.wall();
+    this.armedCpu = this.clock.cpu();
+    this.deadline = this.armedWall + this.limits.wallGuardMs;
   }
 
   private classify(h: QuickJSHandle): ReturnType<typeof classify> {

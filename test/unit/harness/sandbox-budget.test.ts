@@ -1,6 +1,6 @@
 import test from 'ava';
 import { loadGames, alfworldEnv } from '../../../envs/alfworld/index.ts';
-import { CodeSandbox, RegexSandbox, DEFAULT_SMOKE_GAME, baseHarness, composeHarness, expertModel, isInfraStatus, runEpisode } from '../../../harness/index.ts';
+import { CodeSandbox, RegexSandbox, STARVED_GUARD_FACTOR, DEFAULT_SMOKE_GAME, baseHarness, composeHarness, expertModel, isInfraStatus, runEpisode } from '../../../harness/index.ts';
 
 const env = alfworldEnv(loadGames().get(DEFAULT_SMOKE_GAME));
 const code = (hook: string, source: string) => ({ code: [{ name: 'h', hook, source: `function hook(ctx, nb) { ${source} }` }] });
@@ -49,4 +49,25 @@ test('budget - a guard that fires while compiling or in a regex rule is an infra
   const byGuard = guard.test(evil.p, '', evil.s);
   guard.dispose();
   t.like(byGuard, { ok: false, kind: 'wallclock' });
+});
+
+test('budget - the guard waits while the process is starved of CPU (a busy host), and fires once the call has had the CPU or at STARVED_GUARD_FACTOR × the guard', async (t) => {
+  // a fake clock: each reading of the wall clock is 1 ms later; the process's CPU grows at `share` of it
+  const run = async (share: number) => {
+    let now = 0;
+    const clock = { wall: () => ++now, cpu: () => now * share };
+    const r = await CodeSandbox.compile('function hook(ctx, nb) { for (;;) {} }', { limits: { fuelTicks: 1e12, wallGuardMs: 50 }, clock });
+    t.true(r.ok, r.error);
+    const from = now;
+    const o = r.sandbox!.call('{}', '{}');
+    r.sandbox!.dispose();
+    t.is(o.kind, 'wallclock', JSON.stringify(o));
+    return now - from;
+  };
+  const busy = await run(1);
+  t.true(busy >= 50 && busy <= 55, `a call that had the CPU: fired at ${busy} ms of wall clock, not at the guard (50)`);
+  const half = await run(0.5);
+  t.true(half >= 100 && half <= 110, `half the CPU: fired at ${half} ms, not when 50 ms of CPU were used (100)`);
+  const starved = await run(0);
+  t.true(starved >= 50 * STARVED_GUARD_FACTOR && starved <= 50 * STARVED_GUARD_FACTOR + 5, `no CPU: fired at ${starved} ms, not at the hard stop (${50 * STARVED_GUARD_FACTOR})`);
 });
