@@ -9,7 +9,7 @@ import { Rng } from '../../../cluster/rng.ts';
 import { dbbenchEnv, loadTasks } from '../../../envs/dbbench/index.ts';
 import { runEpisode } from '../../../harness/index.ts';
 import { probeSynthetic } from '../../../policies/targets/lm/dbbench/probe.ts';
-import { decodeSketch, encodeSketch, findSpan, parseRequest, sketchExample, sketchOf, sketchTokens, SKETCH_KINDS, SKETCH_MAX_COLS, type SketchInput, type SketchOutputs } from '../../../policies/targets/lm/dbbench/sketch.ts';
+import { decodeSketch, encodeSketch, findSpan, parseRequest, quoteMarks, quotedFlags, sketchExample, sketchOf, sketchTokens, SKETCH_KINDS, SKETCH_MAX_COLS, type SketchInput, type SketchOutputs } from '../../../policies/targets/lm/dbbench/sketch.ts';
 import { harnessText, sketchPolicy, type SketchRunner } from '../../../policies/targets/lm/dbbench/sketch-model.ts';
 import { synthTasks } from '../../../policies/targets/lm/dbbench/synth.ts';
 import { minedReads, parseRead } from '../../../policies/targets/lm/dbbench/mined.ts';
@@ -140,6 +140,42 @@ test('sketch - decoding is greedy without an rng and deterministic with one', (t
   const at = (w: string): number => e2.qTokens.findIndex((x) => x.low === w);
   const o2 = { ...out, start: Array.from({ length: C * L2 }, (_v, i) => (i % L2 === at('don') ? 3 : 0)), end: Array.from({ length: C * L2 }, (_v, i) => (i % L2 === at('stop') ? 3 : 0)) };
   t.is(decodeSketch(q2, e2, o2).sql, "SELECT `Team` FROM `T` WHERE `Name` = 'Don''t Stop';");
+});
+
+test('sketch - a quoted value is decoded whole, as every quoted value of the synthetic data is', async (t) => {
+  // the training data: a label span that sits inside quotes is always the whole quoted text, so the
+  // decoding rule only keeps the parser to readings its data has
+  const tasks = await synthTasks(new Rng('sketch-quotes'), 300, { rename: 0.7, phrasing: 'mined' });
+  let inside = 0;
+  for (const task of tasks) {
+    const ex = sketchExample(task);
+    if (!ex) continue;
+    const marks = quoteMarks(task.description, ex.enc.qTokens);
+    const flags = quotedFlags(task.description, ex.enc.qTokens);
+    ex.spanStart.forEach((s, c) => {
+      if (s < 0 || !flags[s]) return;
+      inside++;
+      t.true(marks[s - 1] && marks[ex.spanEnd[c]! + 1], `${task.description}: a part of a quoted value`);
+    });
+  }
+  t.true(inside > 100, `${inside} quoted label spans`);
+  // outputs that prefer 'Scenic' alone for LGA still give the whole value
+  const inp: SketchInput = { question: "Insert data into the table named P, with values 'Harris' for Parish, 'Scenic Rim' for LGA, and 'Boonah' for Towns.", table: 'P', columns: ['Parish', 'LGA', 'Towns'] };
+  const enc = encodeSketch(inp);
+  const L = enc.length;
+  const C = SKETCH_MAX_COLS;
+  const at = (w: string): number => enc.qTokens.findIndex((x) => x.low === w);
+  const want: Record<number, [string, string]> = { 0: ['harris', 'harris'], 1: ['scenic', 'scenic'], 2: ['boonah', 'boonah'] };
+  const out: SketchOutputs = {
+    kind: SKETCH_KINDS.map((k) => (k === 'insert' ? 5 : 0)),
+    sel: Array.from({ length: C }, () => 0),
+    num: Array.from({ length: C }, () => 0),
+    where: Array.from({ length: C }, () => -3),
+    set: Array.from({ length: C }, () => -3),
+    start: Array.from({ length: C * L }, (_v, i) => (want[Math.floor(i / L)] && i % L === at(want[Math.floor(i / L)]![0]) ? 5 : 0)),
+    end: Array.from({ length: C * L }, (_v, i) => (want[Math.floor(i / L)] && i % L === at(want[Math.floor(i / L)]![1]) ? 5 : 0)),
+  };
+  t.is(decodeSketch(inp, enc, out).sql, "INSERT INTO `P` (`Parish`, `LGA`, `Towns`) VALUES ('Harris', 'Scenic Rim', 'Boonah');");
 });
 
 test('mined reads - training reads of a sketch shape become templates; the mined phrasing keeps wide tasks as they were and its reads parse back', async (t) => {

@@ -101,7 +101,7 @@ function shapeId(text: string, tok: SketchToken, quoted: boolean): number {
 }
 
 /** Which tokens of a text are quote marks (', ", `); an apostrophe inside a word (don't, Hawai'i) is none. */
-function quoteMarks(text: string, toks: readonly SketchToken[]): boolean[] {
+export function quoteMarks(text: string, toks: readonly SketchToken[]): boolean[] {
   return toks.map((t) => {
     const raw = text.slice(t.start, t.end);
     const prev = text[t.start - 1];
@@ -112,7 +112,7 @@ function quoteMarks(text: string, toks: readonly SketchToken[]): boolean[] {
 }
 
 /** Which tokens of a question sit inside a quote pair ('…', "…", `…`). */
-function quotedFlags(text: string, toks: readonly SketchToken[]): boolean[] {
+export function quotedFlags(text: string, toks: readonly SketchToken[]): boolean[] {
   const out = toks.map(() => false);
   const marks = quoteMarks(text, toks);
   let open: { ch: string; at: number } | null = null;
@@ -412,8 +412,10 @@ export function decodeSketch(inp: SketchInput, enc: SketchEncoded, out: SketchOu
     return rng && T > 0 ? rng.next() < p : p > 0.5;
   };
   const qIdx = enc.qmask.map((m, i) => (m > 0 ? i : -1)).filter((i) => i >= 0);
-  // a value never runs across a quote mark, and the values of one statement never overlap
+  // a value never runs across a quote mark, a quoted value is taken whole ('Scenic Rim', never
+  // 'Scenic'), and the values of one statement never overlap
   const quoteAt = quoteMarks(inp.question, enc.qTokens);
+  const inQuotes = quotedFlags(inp.question, enc.qTokens);
   const taken: Array<[number, number]> = [];
   const candidates = (c: number): Array<{ s: number; e: number; lp: number }> => {
     const st = arr(out.start, c * L, L);
@@ -421,8 +423,11 @@ export function decodeSketch(inp: SketchInput, enc: SketchEncoded, out: SketchOu
     const xs: Array<{ s: number; e: number; lp: number }> = [];
     for (const s of qIdx) {
       if (quoteAt[s]) continue;
+      const quoted = inQuotes[s] === true;
+      if (quoted && !quoteAt[s - 1]) continue;
       for (let e = s; e < Math.min(qIdx.length, s + SKETCH_MAX_SPAN); e++) {
         if (quoteAt[e]) break;
+        if (quoted && !quoteAt[e + 1]) continue;
         xs.push({ s, e, lp: st[s]! + en[e]! });
       }
     }
