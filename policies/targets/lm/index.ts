@@ -20,6 +20,8 @@ export {
   TINY_BUDGET,
   LM_TRAIN_VERSION,
   LM_SERVING_VERSION,
+  SKETCH_DECODE_VERSION,
+  servingTag,
   DEFAULT_ZOO_DIR,
   buildZoo,
   knownZoo,

@@ -6,7 +6,7 @@
 import { runEpisode, type EpisodeRecord, type Model } from '../../../harness/index.ts';
 import { EVAL_SPLIT, envFactory, taskIds, type LmEnv } from './bc.ts';
 import { lmTarget } from './model.ts';
-import { LM_SERVING_VERSION, knownZoo, resolveConfig, type ZooConfig } from './zoo.ts';
+import { knownZoo, resolveConfig, servingTag, type ZooConfig } from './zoo.ts';
 import { figuresDir, playableMeta } from './vendor.ts';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -91,7 +91,7 @@ export function noopStep(env: LmEnv, s: { observation: string }, prev: { observa
 
 /**
  * Vanilla success of one built model on an env. The result is cached next to the model
- * (`vanilla-<env>-<tasks>x<seeds>-s<serving version>.json`; the episodes are seeded, so it is
+ * (`vanilla-<env>-<tasks>x<seeds>-<servingTag>.json`, e.g. `-s2`, `-s2-d2` for a sketch parser; the episodes are seeded, so it is
  * what a re-run gives). `tasks` defaults to the whole evaluation split, `seeds` to 3.
  */
 export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: number; seeds?: number; dir?: string; zoo?: readonly ZooConfig[]; fresh?: boolean; perTask?: boolean; onEpisode?: () => void } = {}): Promise<VanillaResult> {
@@ -99,7 +99,8 @@ export async function measureVanilla(name: string, env: LmEnv, o: { tasks?: numb
   const tasks = Math.min(o.tasks ?? all, all);
   const seeds = o.seeds ?? DEFAULT_TABLE_SEEDS;
   // the serving version decides the episodes too (a cached figure of another version is measured again)
-  const file = join(figuresDir(resolveConfig(name, o.zoo), o.dir), `vanilla-${env}-${tasks}x${seeds}-s${LM_SERVING_VERSION}.json`);
+  const rc = resolveConfig(name, o.zoo);
+  const file = join(figuresDir(rc, o.dir), `vanilla-${env}-${tasks}x${seeds}-${servingTag(rc)}.json`);
   if (!o.fresh && existsSync(file)) {
     const hit = JSON.parse(readFileSync(file, 'utf8')) as Partial<VanillaResult>;
     const complete = typeof hit.score === 'number' && typeof hit.invalid === 'number' && Array.isArray(hit.successCi);

@@ -30,6 +30,17 @@ export const LM_TRAIN_VERSION = 5;
  * full forward per token; the float sums differ in the last bits, so a few tokens can differ).
  */
 export const LM_SERVING_VERSION = 2;
+/**
+ * Decoding version of the DBBench sketch parsers (kind 'sketch'): bumped when the SQL read from a
+ * sketch parser's outputs changes. 2: a quoted value is decoded whole. Part of their episode cache
+ * key and of their cached zoo-table figures, so figures of an older decoder are not reused.
+ */
+export const SKETCH_DECODE_VERSION = 2;
+
+/** The serving tag of a resolved config in cache keys and figure files: `s2`, `s2-d2` for a sketch parser. */
+export function servingTag(c: { kind?: string }): string {
+  return c.kind === 'sketch' ? `s${LM_SERVING_VERSION}-d${SKETCH_DECODE_VERSION}` : `s${LM_SERVING_VERSION}`;
+}
 /** meta.json format */
 export const LM_META_FORMAT = 'hr1-lm/1';
 /** where built models live. @default '.hr1/zoo' under the working directory (HR1_ZOO_DIR overrides) */

@@ -4,6 +4,7 @@ import { listTasks } from '../../../envs/registry.ts';
 import { init } from '../../../cluster/init.ts';
 import { canonicalJson, parsedPatch } from '../../../harness/index.ts';
 import { rolloutKeys } from '../../../drivers/index.ts';
+import { LM_SERVING_VERSION, SKETCH_DECODE_VERSION } from '../../../policies/targets/lm/zoo.ts';
 import { BASELINES } from '../../../policies/targets/baselines.ts';
 
 const episodes = listTasks('alfworld').slice(0, 12).flatMap((taskId) => [1, 2].map((seed) => ({ taskId, seed })));
@@ -91,4 +92,13 @@ test('episode cache - a stored row that is not a record of today\'s shape is a m
   t.is(cache.get('nothing'), undefined);
   t.is(cache.misses, 2);
   t.is(cache.hits, 0);
+});
+
+test('rollout keys - a sketch parser\'s episodes carry its decoding version (a decoder change is not served from the cache); other learned targets keep their keys', (t) => {
+  const ep = [{ taskId: 'v0.2/dev/0', seed: 1 }];
+  const sketch = rolloutKeys({ env: 'dbbench', target: 'lm/db-sketch-a', episodes: ep }).keys[0]!.target;
+  t.true(sketch.includes(`/s${LM_SERVING_VERSION}-d${SKETCH_DECODE_VERSION}`), sketch);
+  const seq = rolloutKeys({ env: 'dbbench', target: 'lm/db-s-384-vrt', episodes: ep }).keys[0]!.target;
+  t.regex(seq, new RegExp(`/s${LM_SERVING_VERSION}(/|$)`));
+  t.false(seq.includes(`-d${SKETCH_DECODE_VERSION}`), seq);
 });
