@@ -22,6 +22,7 @@ export {
   LM_SERVING_VERSION,
   SKETCH_DECODE_VERSION,
   servingTag,
+  decodeTag,
   DEFAULT_ZOO_DIR,
   buildZoo,
   knownZoo,

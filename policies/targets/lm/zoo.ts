@@ -37,9 +37,14 @@ export const LM_SERVING_VERSION = 2;
  */
 export const SKETCH_DECODE_VERSION = 2;
 
+/** A sketch parser's decoding tag, `-d2`; '' for other kinds (whose keys stay as they were). */
+export function decodeTag(c: { kind?: string }): string {
+  return c.kind === 'sketch' ? `-d${SKETCH_DECODE_VERSION}` : '';
+}
+
 /** The serving tag of a resolved config in cache keys and figure files: `s2`, `s2-d2` for a sketch parser. */
 export function servingTag(c: { kind?: string }): string {
-  return c.kind === 'sketch' ? `s${LM_SERVING_VERSION}-d${SKETCH_DECODE_VERSION}` : `s${LM_SERVING_VERSION}`;
+  return `s${LM_SERVING_VERSION}${decodeTag(c)}`;
 }
 /** meta.json format */
 export const LM_META_FORMAT = 'hr1-lm/1';

@@ -2,7 +2,8 @@ import test from 'ava';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { engineersDir } from '../../../experiments/exp/engineers.ts';
+import { engineersDir, lmCopies } from '../../../experiments/exp/engineers.ts';
+import { SKETCH_DECODE_VERSION } from '../../../policies/targets/lm/zoo.ts';
 import { vendoredDir, vendoredModelDir } from '../../../policies/targets/lm/vendor.ts';
 import { modelDir, resolveConfig } from '../../../policies/targets/lm/zoo.ts';
 
@@ -47,4 +48,11 @@ test.serial('engineersDir - a learned target keys the folder by the copy that pl
     if (before === undefined) delete process.env['HR1_ZOO_DIR'];
     else process.env['HR1_ZOO_DIR'] = before;
   }
+});
+
+test('engineersDir - a sketch parser\'s decoding version keys its engineers (they trained on its episodes); other learned targets\' keys stay', (t) => {
+  const sketch = lmCopies(['lm/db-sketch-a']);
+  t.true(sketch.startsWith('|mlm/db-sketch-a=') && sketch.endsWith(`-d${SKETCH_DECODE_VERSION}`), sketch);
+  const seq = lmCopies(['lm/db-s-384-vrt']);
+  t.true(seq.startsWith('|mlm/db-s-384-vrt=') && !seq.includes('-d'), seq);
 });
