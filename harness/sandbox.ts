@@ -6,9 +6,9 @@
  * it fires the result is an infra error (outcome kind 'wallclock'; the episode ends as
  * `sandbox_error` and is run again), never a different episode. The guard does not fire on a host
  * that is only busy: while this process has used less CPU than the guard since the call began, the
- * call is starved rather than slow and the guard waits, up to STARVED_GUARD_FACTOR × the guard. It sees only what is passed in as
- * JSON: no process, require, timers, fetch, WebAssembly or host objects; inside it, Date is frozen
- * at 0 and Math.random is seeded.
+ * call is starved rather than slow and the guard waits, up to STARVED_GUARD_FACTOR × the guard.
+ * It sees only what is passed in as JSON: no process, require, timers, fetch, WebAssembly or host
+ * objects; inside it, Date is frozen at 0 and Math.random is seeded.
  */
 import { RELEASE_SYNC, newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten';
 import { HarnessError, errorText, wallGuardError } from './errors.ts';
@@ -35,11 +35,20 @@ export interface SandboxClock {
   cpu(): number;
 }
 
+// process.cpuUsage() is a system call (about 2 µs, a tenth of a small hook call); a reading less
+// than 1 ms old is reused, which makes `used` at most 1 ms too large against a guard of seconds
+let cpuAt = -Infinity;
+let cpuMs = 0;
 export const HOST_CLOCK: SandboxClock = {
   wall: () => performance.now(),
   cpu: () => {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
+    const now = performance.now();
+    if (now - cpuAt >= 1) {
+      const u = process.cpuUsage();
+      cpuMs = (u.user + u.system) / 1000;
+      cpuAt = now;
+    }
+    return cpuMs;
   },
 };
 /**
