@@ -594,6 +594,7 @@ zoo
   .option('--tasks <n>', 'evaluation tasks per env fp16 is measured on against fp32 (default: the whole split)', parsePositiveInt('--tasks'))
   .option('--seeds <n>', 'seeds per task (default 3, as the zoo table)', parsePositiveInt('--seeds'))
   .option('--allow-drift', 'vendor a model even when fp16 moves its success by more than 1 point (recorded in the manifest)')
+  .option('--fp32-on-drift', "where fp16 moves success by more than 1 point, vendor the build's fp32 weights instead (twice the bytes; weights: fp32 in the manifest)")
   .action(async (o) => {
     const { zooVendor } = await import('../commands/zoo-vendor.ts');
     await zooVendor(o);

@@ -11,15 +11,16 @@ export interface ZooVendorOptions {
   tasks?: number | undefined;
   seeds?: number | undefined;
   allowDrift?: boolean | undefined;
+  fp32OnDrift?: boolean | undefined;
 }
 
-/** `hr1 zoo vendor [--only NAME...] [--tiny] [--tasks N] [--allow-drift]`: write vendored copies of built models. */
+/** `hr1 zoo vendor [--only NAME...] [--tiny] [--tasks N] [--allow-drift] [--fp32-on-drift]`: write vendored copies of built models. */
 export async function zooVendor(o: ZooVendorOptions): Promise<void> {
   const mine = await useZooConfig(o.config);
   const { vendorModels } = await import('../../policies/targets/lm/vendor-build.ts');
   const { vendoredDir, DEFAULT_VENDORED_DIR } = await import('../../policies/targets/lm/vendor.ts');
   const only = o.only ?? mine;
-  const r = await vendorModels({ ...(only ? { only } : {}), tiny: !!o.tiny, ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.seeds ? { seeds: o.seeds } : {}), allowDrift: !!o.allowDrift, log });
+  const r = await vendorModels({ ...(only ? { only } : {}), tiny: !!o.tiny, ...(o.tasks ? { tasks: o.tasks } : {}), ...(o.seeds ? { seeds: o.seeds } : {}), allowDrift: !!o.allowDrift, fp32OnDrift: !!o.fp32OnDrift, log });
   console.log(`${r.length} model(s) vendored into ${vendoredDir() ?? DEFAULT_VENDORED_DIR}`);
 }
 

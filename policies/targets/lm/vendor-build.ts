@@ -86,6 +86,10 @@ export interface VendorOptions {
   seeds?: number;
   /** vendor a model even when fp16 moves its success by more than a point (recorded in the manifest) */
   allowDrift?: boolean;
+  /** where fp16 moves success by more than a point, vendor the build's fp32 weights instead (twice the bytes; `weights: 'fp32'` in the manifest) */
+  fp32OnDrift?: boolean;
+  /** how far fp16 may move success (a share) and still be vendored. @default MAX_SUCCESS_DRIFT (1 point) */
+  maxDrift?: number;
 }
 
 /**
@@ -153,15 +157,19 @@ export async function vendorModels(o: VendorOptions = {}): Promise<VendoredEntry
         await fp32.release();
         await fp16.release();
       }
-      const drift = entry.success.filter((s) => Math.abs(s.fp16 - s.fp32) > MAX_SUCCESS_DRIFT + 1e-9);
+      const drift = entry.success.filter((s) => Math.abs(s.fp16 - s.fp32) > (o.maxDrift ?? MAX_SUCCESS_DRIFT) + 1e-9);
       const figures = entry.success.map((s) => `${s.env} fp16 ${pct(s.fp16)} vs fp32 ${pct(s.fp32)} (${s.sameEpisodes}/${s.episodes} episodes the same)`).join('; ');
       const kb = (n: number): string => `${(n / 1024).toFixed(0)} KiB`;
-      if (drift.length && !o.allowDrift) {
+      if (drift.length && o.fp32OnDrift) {
+        // the build's own fp32 graph: it plays what the build plays (the figures above say why)
+        copyFileSync(join(built, 'model.onnx'), join(folder, 'model.onnx'));
+        entry.weights = 'fp32';
+        entry.files['model.onnx'] = fileDigest(join(folder, 'model.onnx'));
+      } else if (drift.length && !o.allowDrift) {
         refused.push(`lm/${c.id}: ${figures}`);
         o.log?.(`lm/${c.id}: NOT vendored: fp16 moves success by more than 1 point: ${figures}`);
         continue;
-      }
-      if (drift.length) entry.driftAllowed = true;
+      } else if (drift.length) entry.driftAllowed = true;
       const dest = vendoredModelDir(c.id, vdir);
       rmSync(dest, { recursive: true, force: true });
       mkdirSync(dest, { recursive: true });
@@ -170,14 +178,15 @@ export async function vendorModels(o: VendorOptions = {}): Promise<VendoredEntry
       writeManifest(vdir, { ...manifest, models: { ...manifest.models, [c.id]: entry } });
       if (!existsSync(join(vdir, 'README.md'))) writeFileSync(join(vdir, 'README.md'), VENDORED_README);
       done.push(entry);
-      o.log?.(`lm/${c.id}: vendored (${kb(entry.files['model.onnx'].bytes)} fp16, ${kb(entry.fp32Bytes)} fp32; ${figures}${drift.length ? '; drift allowed' : ''}) → ${dest}`);
+      const what = entry.weights === 'fp32' ? `${kb(entry.files['model.onnx'].bytes)} fp32, fp16 moved success by more than a point` : `${kb(entry.files['model.onnx'].bytes)} fp16, ${kb(entry.fp32Bytes)} fp32`;
+      o.log?.(`lm/${c.id}: vendored (${what}; ${figures}${entry.driftAllowed ? '; drift allowed' : ''}) → ${dest}`);
     }
   } finally {
     await lp.close();
     rmSync(stage, { recursive: true, force: true });
   }
   if (refused.length) {
-    throw new LmTargetError('LM_VENDOR_DRIFT', `fp16 weights move success by more than 1 point, so ${refused.length === 1 ? 'this model was' : 'these models were'} not vendored (the others were): ${refused.join('; ')}; vendor anyway with --allow-drift (recorded in the manifest), or keep playing the build`, { data: { refused } });
+    throw new LmTargetError('LM_VENDOR_DRIFT', `fp16 weights move success by more than 1 point, so ${refused.length === 1 ? 'this model was' : 'these models were'} not vendored (the others were): ${refused.join('; ')}; vendor its fp32 weights with --fp32-on-drift (twice the bytes), vendor fp16 anyway with --allow-drift (recorded in the manifest), or keep playing the build`, { data: { refused } });
   }
   return done;
 }
@@ -297,9 +306,10 @@ export async function verifyVendored(o: VerifyOptions = {}): Promise<VerifyLine[
             lines.set(id, { id, status: 'BUILD FAILED', detail: 'the rebuild failed (see the log above)' });
             continue;
           }
-          const out = join(dir, 'model.fp16.onnx');
-          // a sketch parser's build wrote its fp16 copy; a decoder's is exported from its checkpoint
-          if (c.kind !== 'sketch') await exportCompact(join(dir, 'model.pt'), out, { learner: lp });
+          // fp32 weights: the rebuild's own graph; fp16: a sketch parser's build wrote its fp16 copy,
+          // a decoder's is exported from its checkpoint
+          const out = join(dir, entry.weights === 'fp32' ? 'model.onnx' : 'model.fp16.onnx');
+          if (entry.weights !== 'fp32' && c.kind !== 'sketch') await exportCompact(join(dir, 'model.pt'), out, { learner: lp });
           const rebuilt = sha256File(out);
           const vendored = entry.files['model.onnx'].sha256;
           // other bytes: the same graph with weights a float rounding apart is the same training on

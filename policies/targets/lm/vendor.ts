@@ -65,7 +65,8 @@ export interface VendoredEntry {
   hash: string;
   /** LM_TRAIN_VERSION when vendored (for reading only; the hash holds it) */
   trainVersion: number;
-  weights: 'fp16';
+  /** the weights shipped: fp16, or the build's fp32 where fp16 moved success by more than a point (vendored with --fp32-on-drift) */
+  weights: 'fp16' | 'fp32';
   files: Record<VendoredFileName, VendoredFile>;
   /** bytes of the build's fp32 model.onnx */
   fp32Bytes: number;

@@ -179,6 +179,28 @@ test('verify - the deterministic rebuild matches; a vendored model that is not i
   t.regex(files[0]!.detail, /^meta\.json: sha256 [0-9a-f]{64}, the manifest says/);
 });
 
+test('vendor - where fp16 moves success by more than the bound the model is refused with the fix named; --fp32-on-drift ships the build\'s fp32 weights, which play and verify', async (t) => {
+  await vendored;
+  // a bound no model can meet (-1) stands in for a model whose fp16 copy moves its success
+  const refusedDir = join(root, 'refused');
+  const e = await t.throwsAsync(vendorModels({ only: ['vend-tiny'], dir: buildDir, vendored: refusedDir, zoo, tasks: 2, seeds: 1, maxDrift: -1 }));
+  t.is((e as LmTargetError).code, 'LM_VENDOR_DRIFT');
+  t.regex(e!.message, /lm\/vend-tiny: alfworld fp16 .* vs fp32 .*--fp32-on-drift/);
+  const d = join(root, 'fp32');
+  const [m] = await vendorModels({ only: ['vend-tiny'], dir: buildDir, vendored: d, zoo, tasks: 2, seeds: 1, maxDrift: -1, fp32OnDrift: true });
+  const c = resolveConfig('vend-tiny', zoo);
+  t.is(m!.weights, 'fp32');
+  t.is(m!.files['model.onnx'].sha256, sha256File(join(modelDir(c, buildDir), 'model.onnx')), 'the build\'s own fp32 graph');
+  t.is(m!.files['model.onnx'].bytes, m!.fp32Bytes);
+  t.deepEqual(readManifest(d).models['vend-tiny'], m);
+  const model = await lmModel('vend-tiny', { dir: noBuild, vendored: d, zoo });
+  t.is(model.file, join(d, 'vend-tiny', 'model.onnx'));
+  await model.release();
+  // verify compares the rebuild's fp32 graph (the build folder holds it already)
+  const lines = await verifyVendored({ vendored: d, zoo, dir: buildDir });
+  t.deepEqual(lines.map((l) => [l.id, l.status]), [['vend-tiny', 'match']]);
+});
+
 test('hr1 zoo verify --no-rebuild / zoo list - a line per model and a non-zero exit on a bad file, no stack; list shows the vendored state', async (t) => {
   await vendored;
   const yaml = join(root, 'my-zoo.yaml');
