@@ -16,7 +16,7 @@ import { episodeKey, type EpisodeCache, type EpisodeKey } from './episode-cache.
 import { envDescriptor, type EnvOptions } from '../envs/registry.ts';
 import { DEFAULT_EPISODE_CONCURRENCY, TargetActor, wirePatch, type EpisodeRef } from '../actors/target.ts';
 import { SIM_VERSION } from '../policies/targets/sim/sim.ts';
-import { resolveConfig, servingTag } from '../policies/targets/lm/zoo.ts';
+import { LM_SERVING_VERSION, decodeTagOf, resolveConfig } from '../policies/targets/lm/zoo.ts';
 import { copyTag, targetCopy } from '../policies/targets/lm/vendor.ts';
 import type { ClientStatsCollector } from './client-stats.ts';
 
@@ -303,7 +303,7 @@ function keysOf(spec: RolloutSpec, patch: ParsedPatch | null): { keys: EpisodeKe
   const hv = harnessVersion(harness);
   const envOptions = Object.fromEntries(Object.entries(spec.envOptions ?? {}).filter(([, v]) => v !== undefined));
   // a SIMULATED target's behaviour is code: its version is part of what decides the episode
-  const target = spec.target.startsWith('sim/') ? `${spec.target}@${SIM_VERSION}` : spec.target.startsWith('lm/') ? `${spec.target}@${lmHash(spec.target.slice(3))}/${lmServing(spec.target.slice(3))}${lmCopy(spec.target.slice(3))}` : spec.target;
+  const target = spec.target.startsWith('sim/') ? `${spec.target}@${SIM_VERSION}` : spec.target.startsWith('lm/') ? `${spec.target}@${lmHash(spec.target.slice(3))}/s${LM_SERVING_VERSION}${decodeTagOf(spec.target.slice(3))}${lmCopy(spec.target.slice(3))}` : spec.target;
   const to = givenOptions(spec.targetOptions);
   // the backend's settings decide the episode too; absent when none (so older keys stay valid)
   const keys = spec.episodes.map((e) => ({ env: spec.env, taskId: e.taskId, seed: e.seed, target, patch: ph, harness: hv, envOptions, ...(to ? { targetOptions: to } : {}) }));
@@ -327,15 +327,6 @@ function lmHash(name: string): string {
     return resolveConfig(name).hash;
   } catch {
     return 'unknown';
-  }
-}
-
-// how its outputs become actions: the serving version (and a sketch parser's decoding version)
-function lmServing(name: string): string {
-  try {
-    return servingTag(resolveConfig(name));
-  } catch {
-    return servingTag({});
   }
 }
 

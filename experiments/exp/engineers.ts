@@ -13,7 +13,7 @@ import { PATCH_LANG_VERSION } from '../../policies/engineer/patch-lang.ts';
 import { hashedConfig, resolveTrainConfig, trainEngineer } from '../train.ts';
 import { canonicalJson } from '../../harness/index.ts';
 import { copyTag, targetCopy } from '../../policies/targets/lm/vendor.ts';
-import { decodeTag, resolveConfig } from '../../policies/targets/lm/zoo.ts';
+import { decodeTagOf } from '../../policies/targets/lm/zoo.ts';
 
 /** Bumped when the episodes an engineer trains on change (1: GRPO seeds apart, splits.json recorded). */
 export const SPLITS_VERSION = 1;
@@ -37,21 +37,13 @@ export function engineersDir(target: string | Readonly<Record<string, string>>, 
   return join('runs', 'engineers', createHash('sha256').update(`${t}|${seed}${c}${sp}|${SIM_VERSION}|d${DECODE_PATH_VERSION}|p${PATCH_LANG_VERSION}|s${SPLITS_VERSION}${copies}`).digest('hex').slice(0, 10));
 }
 
-function lmDecodeTag(name: string): string {
-  try {
-    return decodeTag(resolveConfig(name));
-  } catch {
-    return '';
-  }
-}
-
 /** `|m…` with the copy (build or vendored, model.onnx sha256) of every lm/ target among `specs` (`+` joins several) that this machine has; '' when none. */
 export function lmCopies(specs: readonly string[]): string {
   const out: string[] = [];
   for (const name of [...new Set(specs.flatMap((x) => x.split('+')).filter((x) => x.startsWith('lm/')))].sort()) {
     const id = targetCopy(name);
     // a sketch parser's decoding version too (its episodes change with it; other targets' keys stay)
-    if (id) out.push(`${name}=${copyTag(id)}${lmDecodeTag(name.slice(3))}`);
+    if (id) out.push(`${name}=${copyTag(id)}${decodeTagOf(name.slice(3))}`);
   }
   return out.length ? `|m${out.join(',')}` : '';
 }

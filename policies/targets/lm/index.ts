@@ -23,6 +23,7 @@ export {
   SKETCH_DECODE_VERSION,
   servingTag,
   decodeTag,
+  decodeTagOf,
   DEFAULT_ZOO_DIR,
   buildZoo,
   knownZoo,

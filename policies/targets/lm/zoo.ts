@@ -46,6 +46,15 @@ export function decodeTag(c: { kind?: string }): string {
 export function servingTag(c: { kind?: string }): string {
   return `s${LM_SERVING_VERSION}${decodeTag(c)}`;
 }
+
+/** decodeTag of a zoo name ('' for a name the zoo does not know: keys of other targets stay as they were) */
+export function decodeTagOf(name: string): string {
+  try {
+    return decodeTag(resolveConfig(name));
+  } catch {
+    return '';
+  }
+}
 /** meta.json format */
 export const LM_META_FORMAT = 'hr1-lm/1';
 /** where built models live. @default '.hr1/zoo' under the working directory (HR1_ZOO_DIR overrides) */
